@@ -1,0 +1,39 @@
+# relaymesh — see README.md. `make run` starts the dev mesh, `make test` runs the suite.
+GO        ?= go
+BIN       ?= bin/relaymesh
+PKGS      ?= ./...
+FUZZTIME  ?= 30s
+# Brief fuzzing inside `make test`; `make fuzz` runs each target for FUZZTIME.
+TESTFUZZTIME ?= 3s
+
+.PHONY: build run test test-unit fuzz-brief fuzz bench bench-peer vet clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/relaymesh
+
+run: build
+	./$(BIN) dev
+
+vet:
+	$(GO) vet $(PKGS)
+
+# The whole suite: vet, race-enabled tests (including the end-to-end tests
+# with ffmpeg, rtmpdump and Chromium), then every fuzz target briefly.
+test: vet build
+	$(GO) test -race -timeout 15m $(PKGS)
+	$(MAKE) --no-print-directory fuzz-brief FUZZTIME=$(TESTFUZZTIME)
+
+fuzz-brief fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+	  for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
+	    echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg >/dev/null || { $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; exit 1; }; \
+	  done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+clean:
+	rm -rf bin
