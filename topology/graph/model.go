@@ -25,7 +25,7 @@ type Location struct {
 	Lon    float64     `yaml:"lon"`    // degrees
 	Match  []MatchRule `yaml:"match"`  // GeoIP results that map to this location
 
-	Line int `yaml:"-"` // line in the source file, 0 when built in code
+	Line int    `yaml:"-"` // line in the source file, 0 when built in code
 	File string `yaml:"-"`
 }
 
