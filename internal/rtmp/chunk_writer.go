@@ -1,0 +1,138 @@
+package rtmp
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+)
+
+// DefaultChunkSize is the chunk size relaymesh announces for what it sends:
+// large chunks mean few headers and few iovecs per frame.
+const DefaultChunkSize = 65536
+
+// ChunkWriter turns messages into chunks without copying their payloads: it
+// collects header bytes in a reusable scratch buffer and payload slices by
+// reference, and hands them to the kernel in one writev (net.Buffers) per
+// Flush. One goroutine owns a ChunkWriter.
+type ChunkWriter struct {
+	chunkSize uint32
+	scratch   []byte      // header bytes of the pending batch
+	bufs      net.Buffers // iovecs of the pending batch
+	vec       net.Buffers // backing array reused across flushes
+	pending   int         // payload + header bytes pending
+}
+
+// NewChunkWriter starts with the protocol's initial chunk size (128); call
+// SetChunkSize after sending a Set Chunk Size message.
+func NewChunkWriter() *ChunkWriter {
+	return &ChunkWriter{chunkSize: 128, scratch: make([]byte, 0, 4096)}
+}
+
+// ChunkSize is the size in force for what this writer sends.
+func (w *ChunkWriter) ChunkSize() uint32 { return w.chunkSize }
+
+// SetChunkSize changes the chunk size for messages appended from now on.
+func (w *ChunkWriter) SetChunkSize(n uint32) { w.chunkSize = n }
+
+// Pending is the number of bytes waiting for Flush.
+func (w *ChunkWriter) Pending() int { return w.pending }
+
+// header reserves n bytes of header scratch. When the scratch is full a new
+// array is started; slices already handed to bufs keep the old one alive
+// until the flush, so nothing is copied.
+func (w *ChunkWriter) header(n int) []byte {
+	if len(w.scratch)+n > cap(w.scratch) {
+		w.scratch = make([]byte, 0, max(2*cap(w.scratch), n))
+	}
+	s := len(w.scratch)
+	w.scratch = w.scratch[:s+n]
+	return w.scratch[s : s+n : s+n]
+}
+
+// type3 returns the header of a continuation chunk on csid (< 64).
+var type3 = func() (t [64][1]byte) {
+	for i := range t {
+		t[i][0] = 0xc0 | byte(i)
+	}
+	return
+}()
+
+// Append queues m, written as one type 0 chunk followed by type 3 chunks.
+// m.Payload is referenced, not copied: it must stay unchanged until Flush.
+func (w *ChunkWriter) Append(m *Message) {
+	w.appendOn(csidFor(m.Type), m.Type, m.StreamID, m.Timestamp, m.Payload)
+}
+
+// AppendMedia queues a media or data message whose payload is shared.
+func (w *ChunkWriter) AppendMedia(typ uint8, streamID, ts uint32, payload []byte) {
+	w.appendOn(csidFor(typ), typ, streamID, ts, payload)
+}
+
+func (w *ChunkWriter) appendOn(csid uint32, typ uint8, streamID, ts uint32, payload []byte) {
+	if w.bufs == nil {
+		w.bufs = w.vec[:0]
+	}
+	extended := ts >= 0xffffff
+	hn := 12
+	if extended {
+		hn += 4
+	}
+	h := w.header(hn)
+	h[0] = byte(csid) // type 0, csid < 64
+	tsField := ts
+	if extended {
+		tsField = 0xffffff
+	}
+	put24(h[1:], tsField)
+	put24(h[4:], uint32(len(payload)))
+	h[7] = typ
+	binary.LittleEndian.PutUint32(h[8:], streamID)
+	if extended {
+		binary.BigEndian.PutUint32(h[12:], ts)
+	}
+	w.bufs = append(w.bufs, h)
+	w.pending += hn + len(payload)
+	cs := int(w.chunkSize)
+	for first := true; first || len(payload) > 0; first = false {
+		if !first {
+			if extended {
+				c := w.header(5)
+				c[0] = 0xc0 | byte(csid)
+				binary.BigEndian.PutUint32(c[1:], ts)
+				w.bufs = append(w.bufs, c)
+				w.pending += 5
+			} else {
+				w.bufs = append(w.bufs, type3[csid][:])
+				w.pending++
+			}
+		}
+		n := min(cs, len(payload))
+		if n > 0 {
+			w.bufs = append(w.bufs, payload[:n:n])
+		}
+		payload = payload[n:]
+	}
+}
+
+// Flush writes everything pending in one writev and resets the batch.
+func (w *ChunkWriter) Flush(dst io.Writer) error {
+	if w.pending == 0 {
+		return nil
+	}
+	all := w.bufs
+	_, err := w.bufs.WriteTo(dst) // consumes w.bufs; a field, so nothing escapes
+	// Keep the grown backing array of the iovec list; drop references to
+	// payloads so they can be collected.
+	clear(all)
+	w.vec = all[:0]
+	w.bufs = nil
+	w.scratch = w.scratch[:0]
+	w.pending = 0
+	return err
+}
+
+func put24(b []byte, v uint32) {
+	b[0] = byte(v >> 16)
+	b[1] = byte(v >> 8)
+	b[2] = byte(v)
+}

@@ -1,0 +1,511 @@
+package rtmp
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/relaymesh/relaymesh/internal/av"
+	"github.com/yutopp/go-rtmp/handshake"
+)
+
+// ConnConfig holds the timeouts and bounds of one connection.
+type ConnConfig struct {
+	HandshakeTimeout time.Duration // whole handshake (default 10s)
+	ReadTimeout      time.Duration // longest silence from the peer (default 30s)
+	WriteTimeout     time.Duration // longest a single writev may take (default 10s)
+	MaxMessageSize   uint32        // largest message accepted (default 8 MiB)
+	ControlQueue     int           // pending commands, shared-object and RPC messages (default 1024); overflow closes
+	BatchBytes       int           // media bytes gathered into one writev at most (default 256 KiB)
+	WindowAckSize    uint32        // acknowledgement window announced to the peer (default 2.5 MB)
+	SendBuffer       int           // SO_SNDBUF for the socket; 0 keeps the kernel's auto-tuning
+}
+
+// WithDefaults fills zero fields.
+func (c ConnConfig) WithDefaults() ConnConfig {
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = 30 * time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 10 * time.Second
+	}
+	if c.MaxMessageSize == 0 {
+		c.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if c.ControlQueue <= 0 {
+		c.ControlQueue = 1024
+	}
+	if c.BatchBytes <= 0 {
+		c.BatchBytes = 256 << 10
+	}
+	if c.WindowAckSize == 0 {
+		c.WindowAckSize = 2500000
+	}
+	return c
+}
+
+// MediaSource is what a playing stream reads frames from: a hub subscriber.
+// Poll never blocks; the source signals the connection's Notify channel
+// whenever frames become pending.
+type MediaSource interface {
+	Poll(dst []*av.Frame, maxBytes int) ([]*av.Frame, error)
+	Close()
+}
+
+// Errors that end a connection.
+var (
+	ErrClosed            = errors.New("rtmp: connection closed")
+	ErrControlQueueFull  = errors.New("rtmp: control queue full (peer not reading)")
+	ErrNotRTMP           = errors.New("rtmp: not an RTMP handshake")
+	errHandshakeTimedOut = errors.New("rtmp: handshake timed out")
+)
+
+// binding is a media source playing on one message stream of the connection.
+type binding struct {
+	streamID uint32
+	src      MediaSource
+	// onEvent turns a stream event into messages for the peer.
+	onEvent func(e av.Event) []Message
+	// onErr is called once (in the writer) when the source fails; it returns
+	// the messages to send before the connection is closed.
+	onErr func(err error) []Message
+}
+
+// Conn is one RTMP connection after the handshake. One goroutine reads
+// (ReadMessage); an internal goroutine owns every write: the control queue
+// first, then the frames of the playing streams, batched into writevs.
+type Conn struct {
+	nc     net.Conn
+	cfg    ConnConfig
+	log    *slog.Logger
+	br     *bufio.Reader
+	reader *ChunkReader
+	writer *ChunkWriter
+
+	notify chan struct{} // wakes the writer; shared with the media sources
+
+	mu         sync.Mutex
+	ctrl       []Message
+	bindings   []*binding
+	closeAfter bool // close once the control queue is flushed
+	closeErr   error
+
+	peerWindow atomic.Uint32
+	lastAck    uint64
+	closed     chan struct{}
+	closeOnce  sync.Once
+	writerDone chan struct{}
+
+	// Stats.
+	BytesIn  atomic.Uint64
+	BytesOut atomic.Uint64
+}
+
+func newConn(nc net.Conn, cfg ConnConfig, log *slog.Logger) *Conn {
+	cfg = cfg.WithDefaults()
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.SendBuffer > 0 {
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetWriteBuffer(cfg.SendBuffer)
+		}
+	}
+	br := bufio.NewReaderSize(nc, 16<<10)
+	return &Conn{
+		nc:         nc,
+		cfg:        cfg,
+		log:        log,
+		br:         br,
+		reader:     NewChunkReader(br, cfg.MaxMessageSize),
+		writer:     NewChunkWriter(),
+		notify:     make(chan struct{}, 1),
+		closed:     make(chan struct{}),
+		writerDone: make(chan struct{}),
+	}
+}
+
+// Accept runs the server side of the handshake on nc and returns the
+// connection with its writer running.
+func Accept(nc net.Conn, cfg ConnConfig, log *slog.Logger) (*Conn, error) {
+	c := newConn(nc, cfg, log)
+	if err := c.handshake(true); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	go c.writeLoop()
+	return c, nil
+}
+
+// Client runs the client side of the handshake on nc.
+func Client(nc net.Conn, cfg ConnConfig, log *slog.Logger) (*Conn, error) {
+	c := newConn(nc, cfg, log)
+	if err := c.handshake(false); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	go c.writeLoop()
+	return c, nil
+}
+
+func (c *Conn) handshake(server bool) error {
+	deadline := time.Now().Add(c.cfg.HandshakeTimeout)
+	_ = c.nc.SetDeadline(deadline)
+	defer c.nc.SetDeadline(time.Time{})
+	var err error
+	if server {
+		var b []byte
+		b, err = c.br.Peek(1)
+		if err == nil && b[0] != 3 {
+			return fmt.Errorf("%w: first byte 0x%02x", ErrNotRTMP, b[0])
+		}
+		if err == nil {
+			err = handshake.HandshakeWithClient(c.br, c.nc, &handshake.Config{SkipHandshakeVerification: true})
+		}
+	} else {
+		err = handshake.HandshakeWithServer(c.br, c.nc, &handshake.Config{SkipHandshakeVerification: true})
+	}
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return errHandshakeTimedOut
+		}
+		return fmt.Errorf("rtmp handshake: %w", err)
+	}
+	return nil
+}
+
+// RemoteAddr is the peer's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// Notify is the channel media sources signal when frames are pending.
+func (c *Conn) Notify() chan struct{} { return c.notify }
+
+// Done is closed when the connection is closed.
+func (c *Conn) Done() <-chan struct{} { return c.closed }
+
+// Err is why the connection closed (nil while open).
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closeErr
+}
+
+func (c *Conn) wake() {
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Send queues a message that must not be dropped (command, data,
+// shared-object, protocol control). It never blocks: when the peer has let
+// ControlQueue messages pile up, the connection is closed instead.
+func (c *Conn) Send(m Message) error {
+	c.mu.Lock()
+	if c.closeErr != nil {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if len(c.ctrl) >= c.cfg.ControlQueue {
+		c.mu.Unlock()
+		c.Close(ErrControlQueueFull)
+		return ErrControlQueueFull
+	}
+	c.ctrl = append(c.ctrl, m)
+	c.mu.Unlock()
+	c.wake()
+	return nil
+}
+
+// SendCommand encodes and queues an AMF0 command on a message stream.
+func (c *Conn) SendCommand(streamID uint32, values ...any) error {
+	m, err := CommandMessage(streamID, values...)
+	if err != nil {
+		return err
+	}
+	return c.Send(m)
+}
+
+// Bind starts sending src's frames on message stream streamID.
+func (c *Conn) Bind(streamID uint32, src MediaSource, onEvent func(av.Event) []Message, onErr func(error) []Message) {
+	c.mu.Lock()
+	c.bindings = append(c.bindings, &binding{streamID: streamID, src: src, onEvent: onEvent, onErr: onErr})
+	c.mu.Unlock()
+	c.wake()
+}
+
+// Unbind stops and closes the media source playing on streamID, if any.
+func (c *Conn) Unbind(streamID uint32) {
+	c.mu.Lock()
+	var gone []*binding
+	kept := c.bindings[:0]
+	for _, b := range c.bindings {
+		if b.streamID == streamID {
+			gone = append(gone, b)
+		} else {
+			kept = append(kept, b)
+		}
+	}
+	clear(c.bindings[len(kept):])
+	c.bindings = kept
+	c.mu.Unlock()
+	for _, b := range gone {
+		b.src.Close()
+	}
+}
+
+// CloseAfterFlush closes the connection once what is queued has been sent
+// (used after an error status, so the peer learns why).
+func (c *Conn) CloseAfterFlush(err error) {
+	c.mu.Lock()
+	c.closeAfter = true
+	if c.closeErr == nil {
+		c.closeErr = err
+	}
+	c.mu.Unlock()
+	c.wake()
+	// Do not wait for a peer that does not read.
+	time.AfterFunc(c.cfg.WriteTimeout, func() { c.Close(err) })
+}
+
+// Close closes the connection now and releases its media sources.
+func (c *Conn) Close(err error) {
+	c.closeOnce.Do(func() {
+		if err == nil {
+			err = ErrClosed
+		}
+		c.mu.Lock()
+		if c.closeErr == nil {
+			c.closeErr = err
+		}
+		bindings := c.bindings
+		c.bindings = nil
+		c.mu.Unlock()
+		close(c.closed)
+		c.nc.Close()
+		for _, b := range bindings {
+			b.src.Close()
+		}
+	})
+}
+
+// ReadMessage returns the next message that is not protocol control.
+// Protocol control (chunk size, acknowledgements, window, ping) is handled
+// here. Every call waits at most ReadTimeout for the peer.
+func (c *Conn) ReadMessage() (Message, error) {
+	for {
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.cfg.ReadTimeout))
+		m, err := c.reader.ReadMessage()
+		if err != nil {
+			return m, err
+		}
+		n := c.reader.BytesRead()
+		c.BytesIn.Store(n)
+		if w := uint64(c.peerWindow.Load()); w > 0 && n-c.lastAck >= w {
+			c.lastAck = n
+			_ = c.Send(ackMessage(uint32(n)))
+		}
+		if m.StreamID == 0 || m.Type <= TypeSetPeerBandwidth {
+			handled, err := c.control(m)
+			if err != nil {
+				return m, err
+			}
+			if handled {
+				continue
+			}
+		}
+		return m, nil
+	}
+}
+
+func (c *Conn) control(m Message) (bool, error) {
+	p := m.Payload
+	switch m.Type {
+	case TypeSetChunkSize:
+		if len(p) < 4 {
+			return true, protocolErr("short set chunk size")
+		}
+		return true, c.reader.SetChunkSize(binary.BigEndian.Uint32(p) & 0x7fffffff)
+	case TypeAbort:
+		if len(p) >= 4 {
+			c.reader.Abort(binary.BigEndian.Uint32(p))
+		}
+		return true, nil
+	case TypeAck:
+		return true, nil
+	case TypeWindowAckSize:
+		if len(p) >= 4 {
+			c.peerWindow.Store(binary.BigEndian.Uint32(p))
+		}
+		return true, nil
+	case TypeSetPeerBandwidth:
+		// Answer with our window, as servers expect from a client.
+		if len(p) >= 4 {
+			_ = c.Send(windowAckMessage(c.cfg.WindowAckSize))
+		}
+		return true, nil
+	case TypeUserControl:
+		if len(p) >= 6 && binary.BigEndian.Uint16(p) == EventPingRequest {
+			resp := make([]byte, 6)
+			binary.BigEndian.PutUint16(resp, EventPingResponse)
+			copy(resp[2:], p[2:6])
+			_ = c.Send(Message{Type: TypeUserControl, Payload: resp})
+		}
+		return false, nil // stream begin/EOF are interesting to clients
+	}
+	return false, nil
+}
+
+// writeLoop is the only writer of the socket.
+func (c *Conn) writeLoop() {
+	defer close(c.writerDone)
+	var (
+		ctrl   []Message
+		frames []*av.Frame
+		binds  []*binding
+	)
+	for {
+		select {
+		case <-c.notify:
+		case <-c.closed:
+			return
+		}
+		for {
+			c.mu.Lock()
+			ctrl, c.ctrl = c.ctrl, ctrl[:0]
+			binds = append(binds[:0], c.bindings...)
+			closeAfter := c.closeAfter
+			c.mu.Unlock()
+
+			for i := range ctrl {
+				m := &ctrl[i]
+				c.writer.Append(m)
+				if m.Type == TypeSetChunkSize && len(m.Payload) >= 4 {
+					c.writer.SetChunkSize(binary.BigEndian.Uint32(m.Payload))
+				}
+			}
+			clear(ctrl)
+			var failed error
+			for _, b := range binds {
+				if c.writer.Pending() >= c.cfg.BatchBytes {
+					c.wake() // more to do after this flush
+					break
+				}
+				var err error
+				frames, err = b.src.Poll(frames[:0], c.cfg.BatchBytes-c.writer.Pending())
+				for _, f := range frames {
+					c.appendFrame(b, f)
+				}
+				clear(frames)
+				if err != nil {
+					if b.onErr != nil {
+						for _, m := range b.onErr(err) {
+							c.writer.Append(&m)
+						}
+					}
+					failed = err
+				}
+			}
+			if c.writer.Pending() == 0 {
+				if closeAfter {
+					c.Close(nil)
+					return
+				}
+				break
+			}
+			_ = c.nc.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+			pending := c.writer.Pending()
+			if err := c.writer.Flush(c.nc); err != nil {
+				c.Close(fmt.Errorf("rtmp write: %w", err))
+				return
+			}
+			c.BytesOut.Add(uint64(pending))
+			if failed != nil {
+				c.Close(failed)
+				return
+			}
+		}
+	}
+}
+
+func (c *Conn) appendFrame(b *binding, f *av.Frame) {
+	switch f.Kind {
+	case av.KindAudio:
+		c.writer.AppendMedia(TypeAudio, b.streamID, f.Timestamp, f.Payload)
+	case av.KindVideo:
+		c.writer.AppendMedia(TypeVideo, b.streamID, f.Timestamp, f.Payload)
+	case av.KindData:
+		c.writer.AppendMedia(TypeDataAMF0, b.streamID, f.Timestamp, f.Payload)
+	case av.KindEvent:
+		if b.onEvent != nil {
+			for _, m := range b.onEvent(f.Event) {
+				c.writer.Append(&m)
+			}
+		}
+	}
+}
+
+func ackMessage(n uint32) Message {
+	p := make([]byte, 4)
+	binary.BigEndian.PutUint32(p, n)
+	return Message{Type: TypeAck, Payload: p}
+}
+
+func windowAckMessage(n uint32) Message {
+	p := make([]byte, 4)
+	binary.BigEndian.PutUint32(p, n)
+	return Message{Type: TypeWindowAckSize, Payload: p}
+}
+
+func peerBandwidthMessage(n uint32) Message {
+	p := make([]byte, 5)
+	binary.BigEndian.PutUint32(p, n)
+	p[4] = 2 // dynamic
+	return Message{Type: TypeSetPeerBandwidth, Payload: p}
+}
+
+func chunkSizeMessage(n uint32) Message {
+	p := make([]byte, 4)
+	binary.BigEndian.PutUint32(p, n)
+	return Message{Type: TypeSetChunkSize, Payload: p}
+}
+
+// UserControlMessage builds a user control event with a stream id argument.
+func UserControlMessage(event uint16, streamID uint32) Message {
+	p := make([]byte, 6)
+	binary.BigEndian.PutUint16(p, event)
+	binary.BigEndian.PutUint32(p[2:], streamID)
+	return Message{Type: TypeUserControl, Payload: p}
+}
+
+// Context returns a context cancelled when the connection closes.
+func (c *Conn) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	go func() {
+		select {
+		case <-c.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+func setBufferLengthMessage(streamID, ms uint32) Message {
+	p := make([]byte, 10)
+	binary.BigEndian.PutUint16(p, EventSetBufferLength)
+	binary.BigEndian.PutUint32(p[2:], streamID)
+	binary.BigEndian.PutUint32(p[6:], ms)
+	return Message{Type: TypeUserControl, Payload: p}
+}

@@ -1,0 +1,392 @@
+package rtmp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/relaymesh/relaymesh/internal/av"
+)
+
+// ConnectRequest is what a client asked for in its connect command.
+type ConnectRequest struct {
+	App            string // e.g. "live" or "live/room" (app/instance, as Flash clients send)
+	Query          string // query string of the app or tcUrl (auth tokens)
+	TCURL          string
+	FlashVer       string
+	ObjectEncoding float64
+	Object         map[string]any
+}
+
+// StreamRequest is a publish or play on one message stream.
+type StreamRequest struct {
+	App      string
+	Name     string // stream name without the query string
+	Query    url.Values
+	RawQuery string
+	StreamID uint32
+}
+
+// Publisher receives the media and data messages a broadcaster sends.
+type Publisher interface {
+	Write(kind av.Kind, ts uint32, payload []byte) // payload belongs to the callee
+	Close()                                        // the broadcaster stopped or left
+}
+
+// Handler decides what a server connection may do. Methods are called from
+// the connection's read goroutine; they may block briefly (e.g. a relay's
+// Play waits for its upstream to start) but must honour ctx.
+type Handler interface {
+	// Connect accepts or rejects the connection (return a Status to choose the code).
+	Connect(ctx context.Context, s *Session, req *ConnectRequest) error
+	// Publish returns where the broadcaster's messages go, or a Status error.
+	Publish(ctx context.Context, s *Session, req *StreamRequest) (Publisher, error)
+	// Play returns the media source for a viewer, or a Status error. The source
+	// must signal s.Notify() whenever frames become pending.
+	Play(ctx context.Context, s *Session, req *StreamRequest) (MediaSource, error)
+	// Message gets everything else: unknown commands (RPC), shared-object
+	// messages, results of server-to-client calls. It may be a no-op.
+	Message(ctx context.Context, s *Session, m Message)
+	// Closed is called once when the connection ends.
+	Closed(s *Session, err error)
+}
+
+// Session is the server side of one RTMP connection.
+type Session struct {
+	ID      string
+	Conn    *Conn
+	Connect *ConnectRequest
+	Log     *slog.Logger
+
+	mu         sync.Mutex
+	nextStream uint32
+	publishers map[uint32]Publisher
+	playing    map[uint32]bool
+	// Value is for the handler's own per-session state.
+	Value any
+}
+
+// Notify is the channel media sources of this session signal.
+func (s *Session) Notify() chan struct{} { return s.Conn.Notify() }
+
+// RemoteAddr is the client's address as a string.
+func (s *Session) RemoteAddr() string { return s.Conn.RemoteAddr().String() }
+
+var sessionSeq atomic.Uint64
+
+// Serve runs the protocol of one accepted connection until it ends.
+func Serve(ctx context.Context, nc net.Conn, cfg ConnConfig, h Handler, log *slog.Logger) {
+	if log == nil {
+		log = slog.Default()
+	}
+	id := fmt.Sprintf("c%d", sessionSeq.Add(1))
+	log = log.With("conn", id, "remote", nc.RemoteAddr().String())
+	c, err := Accept(nc, cfg, log)
+	if err != nil {
+		log.Info("handshake failed", "err", err)
+		return
+	}
+	s := &Session{ID: id, Conn: c, Log: log, publishers: map[uint32]Publisher{}, playing: map[uint32]bool{}}
+	ctx, cancel := c.Context(ctx)
+	defer cancel()
+	err = s.loop(ctx, h)
+	c.Close(err)
+	s.closeStreams()
+	h.Closed(s, err)
+	if err != nil && !errors.Is(err, ErrClosed) && !isEOF(err) {
+		log.Info("connection closed", "err", err)
+	} else {
+		log.Debug("connection closed")
+	}
+}
+
+func (s *Session) closeStreams() {
+	s.mu.Lock()
+	pubs := s.publishers
+	s.publishers = map[uint32]Publisher{}
+	s.mu.Unlock()
+	for _, p := range pubs {
+		p.Close()
+	}
+}
+
+func (s *Session) loop(ctx context.Context, h Handler) error {
+	for {
+		m, err := s.Conn.ReadMessage()
+		if err != nil {
+			return err
+		}
+		switch m.Type {
+		case TypeCommandAMF0, TypeCommandAMF3:
+			cmd, err := ParseCommand(m)
+			if err != nil {
+				// A malformed command is a protocol error from this peer only.
+				return err
+			}
+			if err := s.command(ctx, h, cmd, m); err != nil {
+				return err
+			}
+		case TypeAudio, TypeVideo, TypeDataAMF0, TypeDataAMF3:
+			s.media(m)
+		case TypeAggregate:
+			if err := SplitAggregate(m, func(sub Message) { s.media(sub) }); err != nil {
+				s.Log.Debug("bad aggregate message dropped", "err", err)
+			}
+		case TypeSharedObjectAMF0, TypeSharedObjectAMF3:
+			if s.Connect == nil {
+				return protocolErr("shared object message before connect")
+			}
+			h.Message(ctx, s, m)
+		case TypeUserControl:
+		default:
+			s.Log.Debug("unknown message type ignored", "type", m.Type)
+		}
+	}
+}
+
+func (s *Session) media(m Message) {
+	s.mu.Lock()
+	p := s.publishers[m.StreamID]
+	s.mu.Unlock()
+	if p == nil {
+		return // media on a stream that is not publishing: ignore
+	}
+	switch m.Type {
+	case TypeAudio:
+		p.Write(av.KindAudio, m.Timestamp, m.Payload)
+	case TypeVideo:
+		p.Write(av.KindVideo, m.Timestamp, m.Payload)
+	case TypeDataAMF3:
+		if len(m.Payload) > 1 {
+			p.Write(av.KindData, m.Timestamp, av.StripSetDataFrame(m.Payload[1:]))
+		}
+	default:
+		p.Write(av.KindData, m.Timestamp, av.StripSetDataFrame(m.Payload))
+	}
+}
+
+func (s *Session) result(txid float64, values ...any) error {
+	return s.Conn.SendCommand(0, append([]any{"_result", txid}, values...)...)
+}
+
+func (s *Session) command(ctx context.Context, h Handler, cmd *Command, m Message) error {
+	if cmd.Name != "connect" && s.Connect == nil {
+		return protocolErr("%q before connect", cmd.Name)
+	}
+	switch cmd.Name {
+	case "connect":
+		if s.Connect != nil {
+			return protocolErr("second connect")
+		}
+		return s.connect(ctx, h, cmd)
+	case "createStream":
+		s.mu.Lock()
+		if len(s.publishers)+len(s.playing) > 64 || s.nextStream > 1<<20 {
+			s.mu.Unlock()
+			return protocolErr("too many streams")
+		}
+		s.nextStream++
+		id := s.nextStream
+		s.mu.Unlock()
+		return s.result(cmd.TransactionID, nil, float64(id))
+	case "releaseStream", "FCPublish", "FCUnpublish", "getStreamLength", "_checkbw":
+		if cmd.Name == "FCPublish" {
+			_ = s.Conn.SendCommand(0, "onFCPublish", 0.0, nil, map[string]any{"code": CodePublishStart, "description": cmd.Arg(0)})
+		}
+		if cmd.Name == "FCUnpublish" {
+			_ = s.Conn.SendCommand(0, "onFCUnpublish", 0.0, nil, map[string]any{"code": CodeUnpublishSuccess, "description": cmd.Arg(0)})
+		}
+		if cmd.TransactionID != 0 {
+			return s.result(cmd.TransactionID, nil)
+		}
+		return nil
+	case "publish":
+		return s.publish(ctx, h, cmd)
+	case "play":
+		return s.play(ctx, h, cmd)
+	case "deleteStream", "closeStream":
+		id := cmd.StreamID
+		if cmd.Name == "deleteStream" {
+			if n, ok := cmdArgNumber(cmd, 0); ok {
+				id = uint32(n)
+			}
+		}
+		s.stopStream(id)
+		return nil
+	case "receiveAudio", "receiveVideo", "pause", "seek", "play2":
+		return nil // live streams: nothing to do
+	}
+	h.Message(ctx, s, m)
+	return nil
+}
+
+func cmdArgNumber(cmd *Command, i int) (float64, bool) {
+	if i < len(cmd.Args) {
+		n, ok := cmd.Args[i].(float64)
+		return n, ok
+	}
+	return 0, false
+}
+
+func (s *Session) stopStream(id uint32) {
+	s.mu.Lock()
+	p := s.publishers[id]
+	delete(s.publishers, id)
+	wasPlaying := s.playing[id]
+	delete(s.playing, id)
+	s.mu.Unlock()
+	if p != nil {
+		p.Close()
+		_ = s.Conn.Send(StatusMessage(id, Status{"status", CodeUnpublishSuccess, "stream unpublished"}))
+	}
+	if wasPlaying {
+		s.Conn.Unbind(id)
+	}
+}
+
+func (s *Session) connect(ctx context.Context, h Handler, cmd *Command) error {
+	req := &ConnectRequest{Object: cmd.Object}
+	if cmd.Object != nil {
+		req.App, _ = cmd.Object["app"].(string)
+		req.TCURL, _ = cmd.Object["tcUrl"].(string)
+		req.FlashVer, _ = cmd.Object["flashVer"].(string)
+		req.ObjectEncoding, _ = cmd.Object["objectEncoding"].(float64)
+	}
+	if i := strings.IndexByte(req.App, '?'); i >= 0 {
+		req.App, req.Query = req.App[:i], req.App[i+1:]
+	} else if u, err := url.Parse(req.TCURL); err == nil && u.RawQuery != "" {
+		req.Query = u.RawQuery
+	}
+	req.App = strings.Trim(req.App, "/")
+	if req.App == "" || len(req.App) > 256 {
+		_ = s.Conn.SendCommand(0, "_error", cmd.TransactionID, nil, map[string]any{
+			"level": "error", "code": CodeConnectRejected, "description": "no application name"})
+		s.Conn.CloseAfterFlush(errors.New("connect without app"))
+		return nil
+	}
+	if err := h.Connect(ctx, s, req); err != nil {
+		st := asStatus(err, CodeConnectRejected)
+		_ = s.Conn.SendCommand(0, "_error", cmd.TransactionID, nil, map[string]any{
+			"level": "error", "code": st.Code, "description": st.Description})
+		s.Conn.CloseAfterFlush(err)
+		return nil
+	}
+	s.Connect = req
+	s.Log = s.Log.With("app", req.App)
+	c := s.Conn
+	_ = c.Send(windowAckMessage(c.cfg.WindowAckSize))
+	_ = c.Send(peerBandwidthMessage(c.cfg.WindowAckSize))
+	_ = c.Send(chunkSizeMessage(DefaultChunkSize))
+	return s.result(cmd.TransactionID,
+		map[string]any{"fmsVer": "FMS/3,5,7,7009", "capabilities": 31.0, "mode": 1.0},
+		map[string]any{"level": "status", "code": CodeConnectSuccess, "description": "Connection succeeded.",
+			"objectEncoding": req.ObjectEncoding})
+}
+
+func asStatus(err error, fallback string) Status {
+	var st Status
+	if errors.As(err, &st) {
+		return st
+	}
+	return Status{Level: "error", Code: fallback, Description: err.Error()}
+}
+
+func (s *Session) streamRequest(cmd *Command) (*StreamRequest, error) {
+	raw := cmd.Arg(0)
+	if raw == "" || len(raw) > 1024 {
+		return nil, Status{"error", CodePlayStreamNotFound, "missing or overlong stream name"}
+	}
+	name, query, _ := strings.Cut(raw, "?")
+	q, _ := url.ParseQuery(query)
+	name = strings.Trim(name, "/")
+	if name == "" || strings.Contains(name, "..") {
+		return nil, Status{"error", CodePlayStreamNotFound, "bad stream name"}
+	}
+	return &StreamRequest{App: s.Connect.App, Name: name, Query: q, RawQuery: query, StreamID: cmd.StreamID}, nil
+}
+
+func (s *Session) publish(ctx context.Context, h Handler, cmd *Command) error {
+	req, err := s.streamRequest(cmd)
+	if err == nil {
+		s.mu.Lock()
+		busy := s.publishers[cmd.StreamID] != nil || s.playing[cmd.StreamID]
+		s.mu.Unlock()
+		if busy || cmd.StreamID == 0 {
+			err = Status{"error", CodePublishBadName, "stream id already in use"}
+		}
+	}
+	var p Publisher
+	if err == nil {
+		p, err = h.Publish(ctx, s, req)
+	}
+	if err != nil {
+		st := asStatus(err, CodePublishBadName)
+		s.Log.Info("publish refused", "stream", cmd.Arg(0), "code", st.Code, "reason", st.Description)
+		_ = s.Conn.Send(StatusMessage(cmd.StreamID, st))
+		s.Conn.CloseAfterFlush(st)
+		return nil
+	}
+	s.mu.Lock()
+	s.publishers[cmd.StreamID] = p
+	s.mu.Unlock()
+	s.Log.Info("publishing", "stream", req.Name)
+	return s.Conn.Send(StatusMessage(cmd.StreamID, Status{"status", CodePublishStart, req.App + "/" + req.Name + " is now published"}))
+}
+
+func (s *Session) play(ctx context.Context, h Handler, cmd *Command) error {
+	req, err := s.streamRequest(cmd)
+	if err == nil && cmd.StreamID == 0 {
+		err = Status{"error", CodePlayFailed, "play on stream 0"}
+	}
+	var src MediaSource
+	if err == nil {
+		src, err = h.Play(ctx, s, req)
+	}
+	if err != nil {
+		st := asStatus(err, CodePlayFailed)
+		s.Log.Info("play refused", "stream", cmd.Arg(0), "code", st.Code, "reason", st.Description)
+		return s.Conn.Send(StatusMessage(cmd.StreamID, st))
+	}
+	id := cmd.StreamID
+	s.mu.Lock()
+	old := s.playing[id]
+	s.playing[id] = true
+	s.mu.Unlock()
+	if old {
+		s.Conn.Unbind(id)
+	}
+	c := s.Conn
+	_ = c.Send(UserControlMessage(EventStreamIsRecorded, id))
+	_ = c.Send(UserControlMessage(EventStreamBegin, id))
+	_ = c.Send(StatusMessage(id, Status{"status", CodePlayReset, "Playing and resetting " + req.Name}))
+	_ = c.Send(StatusMessage(id, Status{"status", CodePlayStart, "Started playing " + req.Name}))
+	_ = c.Send(DataMessage(id, "|RtmpSampleAccess", true, true))
+	_ = c.Send(DataMessage(id, "onStatus", map[string]any{"code": "NetStream.Data.Start"}))
+	name := req.Name
+	c.Bind(id, src, func(e av.Event) []Message {
+		switch e {
+		case av.EventUnpublish:
+			return []Message{
+				StatusMessage(id, Status{"status", CodePlayUnpublishNotify, name + " is now unpublished"}),
+				UserControlMessage(EventStreamEOF, id),
+			}
+		case av.EventPublish:
+			return []Message{
+				UserControlMessage(EventStreamBegin, id),
+				StatusMessage(id, Status{"status", CodePlayPublishNotify, name + " is now published"}),
+			}
+		}
+		return nil
+	}, func(err error) []Message {
+		s.Log.Info("viewer closed", "stream", name, "err", err)
+		return []Message{StatusMessage(id, Status{"error", CodePlayInsufficientBW, "closed: " + err.Error()})}
+	})
+	s.Log.Info("playing", "stream", name)
+	return nil
+}
