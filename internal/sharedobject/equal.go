@@ -1,0 +1,85 @@
+package sharedobject
+
+import (
+	"math"
+	"time"
+
+	amf0 "github.com/yutopp/go-amf0"
+)
+
+// Equal reports whether two messages carry the same content, comparing
+// values as AMF0 does: numbers by value (NaN equals NaN), dates by instant.
+func Equal(a, b Message) bool {
+	if a.Name != b.Name || a.Version != b.Version || a.Persistent != b.Persistent || len(a.Events) != len(b.Events) {
+		return false
+	}
+	for i := range a.Events {
+		if !EventEqual(a.Events[i], b.Events[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// EventEqual reports whether two events carry the same content.
+func EventEqual(x, y Event) bool {
+	if x.Type != y.Type || x.Key != y.Key || x.Handler != y.Handler || x.Code != y.Code ||
+		x.Level != y.Level || len(x.Args) != len(y.Args) || !valueEqual(x.Value, y.Value) {
+		return false
+	}
+	for i := range x.Args {
+		if !valueEqual(x.Args[i], y.Args[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// ValueEqual reports whether two values are equal as AMF0 values.
+func ValueEqual(a, b any) bool { return valueEqual(a, b) }
+
+func valueEqual(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case float64:
+		y, ok := b.(float64)
+		return ok && (x == y && math.Signbit(x) == math.Signbit(y) || math.IsNaN(x) && math.IsNaN(y))
+	case time.Time:
+		y, ok := b.(time.Time)
+		return ok && x.Equal(y)
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		return ok && mapEqual(x, y)
+	case amf0.ECMAArray:
+		y, ok := b.(amf0.ECMAArray)
+		return ok && mapEqual(x, y)
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !valueEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case bool, string, Undefined:
+		return a == b
+	}
+	return false
+}
+
+func mapEqual(x, y map[string]any) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	for k, v := range x {
+		w, ok := y[k]
+		if !ok || !valueEqual(v, w) {
+			return false
+		}
+	}
+	return true
+}
