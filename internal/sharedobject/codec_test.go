@@ -309,4 +309,3 @@ func TestStatusEventString(t *testing.T) {
 		t.Error("names")
 	}
 }
-
