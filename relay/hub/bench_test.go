@@ -1,0 +1,105 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/relaymesh/relaymesh/internal/av"
+)
+
+// BenchmarkFanout measures Write with n viewers. One op is one frame written
+// and queued for every viewer; readers drain every 32 frames with the timer
+// stopped. allocs/op counts Write's own per-stream allocations (the payload
+// copy and the Frame, av.New): they do not grow with the number of viewers.
+func BenchmarkFanout(b *testing.B) {
+	for _, n := range []int{1, 100, 1000} {
+		b.Run(fmt.Sprintf("subs=%d", n), func(b *testing.B) {
+			r := newTestRegistry(Config{})
+			h := r.Acquire("live", "bench")
+			defer h.Release()
+			h.Begin(PublisherInfo{})
+			h.Write(av.KindVideo, 0, avcSeq)
+			h.Write(av.KindAudio, 0, aacSeq)
+			subs := make([]*Subscriber, n)
+			for i := range subs {
+				subs[i] = h.Subscribe(SubscribeOptions{})
+			}
+			buf := make([]*av.Frame, 0, 256)
+			drainAll := func() {
+				for _, s := range subs {
+					for s.q.n > 0 {
+						buf, _ = s.Next(context.Background(), buf, 0)
+					}
+				}
+			}
+			drainAll()
+			pattern := [][]byte{idr, aacRaw, pRef, aacRaw, bDisp, aacRaw, pRef, aacRaw, bDisp}
+			kinds := []av.Kind{av.KindVideo, av.KindAudio, av.KindVideo, av.KindAudio, av.KindVideo, av.KindAudio, av.KindVideo, av.KindAudio, av.KindVideo}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				k := i % len(pattern)
+				h.Write(kinds[k], uint32(i*10), pattern[k])
+				if i%32 == 31 {
+					b.StopTimer()
+					drainAll()
+					b.StartTimer()
+				}
+			}
+			b.StopTimer()
+			for _, s := range subs {
+				if in := s.Info(); in.Dropped != 0 {
+					b.Fatalf("dropped %d", in.Dropped)
+				}
+				s.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkFanoutDropping is BenchmarkFanout with readers that never read:
+// the drop policy runs for every viewer on every frame.
+func BenchmarkFanoutDropping(b *testing.B) {
+	for _, n := range []int{1, 100, 1000} {
+		b.Run(fmt.Sprintf("subs=%d", n), func(b *testing.B) {
+			r := newTestRegistry(Config{SlowViewerTimeout: 1 << 62})
+			h := r.Acquire("live", "bench")
+			defer h.Release()
+			h.Begin(PublisherInfo{})
+			for i := 0; i < n; i++ {
+				h.Subscribe(SubscribeOptions{})
+			}
+			pattern := [][]byte{idr, aacRaw, pRef, aacRaw, bDisp, aacRaw, pRef, aacRaw, bDisp}
+			kinds := []av.Kind{av.KindVideo, av.KindAudio, av.KindVideo, av.KindAudio, av.KindVideo, av.KindAudio, av.KindVideo, av.KindAudio, av.KindVideo}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				k := i % len(pattern)
+				h.Write(kinds[k], uint32(i*10), pattern[k])
+			}
+		})
+	}
+}
+
+// BenchmarkNext measures a reader taking 16 frames per call.
+func BenchmarkNext(b *testing.B) {
+	r := newTestRegistry(Config{})
+	h := r.Acquire("live", "bench")
+	defer h.Release()
+	h.Begin(PublisherInfo{})
+	s := h.Subscribe(SubscribeOptions{Lossless: true})
+	h.Write(av.KindVideo, 0, idr)
+	buf := make([]*av.Frame, 0, 16)
+	buf, _ = s.Next(context.Background(), buf, 0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		for j := 0; j < 16; j++ {
+			h.Write(av.KindAudio, uint32(i*16+j), aacRaw)
+		}
+		b.StartTimer()
+		buf, _ = s.Next(context.Background(), buf, 0)
+	}
+}

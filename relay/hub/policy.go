@@ -1,0 +1,123 @@
+package hub
+
+import "github.com/relaymesh/relaymesh/internal/av"
+
+// Backlog levels, in quarters of the viewer's limit (see level).
+const (
+	levelDisposable = 1 // ≥ 1/4: drop disposable video
+	levelInter      = 2 // ≥ 1/2: drop non-key video, wait for a keyframe
+	levelKey        = 3 // ≥ 3/4: drop keyframes too
+	levelFull       = 4 // ≥ 1:   drop audio too
+)
+
+// level measures the viewer's backlog when f is about to be queued: the
+// larger of (media time from the oldest queued droppable frame to f) /
+// ViewerQueue and (queued frames) / ViewerQueueFrames, in quarters, capped at
+// levelFull. Frames of the join burst do not count.
+func (s *Subscriber) level(f *av.Frame) int {
+	lv := s.q.live() * 4 / s.limit
+	if oldest, ok := s.q.oldestTS(); ok && s.queueMS > 0 {
+		if d := int32(f.Timestamp - oldest); d > 0 { // serial arithmetic: wraps at 2^32 ms
+			if t := int(int64(d) * 4 / s.queueMS); t > lv {
+				lv = t
+			}
+		}
+	}
+	return min(lv, levelFull)
+}
+
+// offer applies the subscriber's policy to f and queues it or counts it as
+// dropped. It reports whether the reader has to be woken (the queue was
+// empty) and, when the subscriber has to be closed, the reason. The hub calls
+// it with hub.mu held, for every subscriber, in stream order.
+func (s *Subscriber) offer(f *av.Frame) (wake bool, fail error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return false, nil
+	}
+	if f.Kind == av.KindEvent && f.Event == av.EventPublish {
+		// A new session: its first video frame has to be a keyframe.
+		s.waitKey = true
+	}
+	if s.lossless {
+		return s.offerLossless(f)
+	}
+	if !f.Droppable() {
+		if s.q.full() {
+			return false, ErrTooSlow
+		}
+		return s.push(f), nil
+	}
+	lv := s.level(f)
+	if f.Kind == av.KindAudio {
+		if lv >= levelFull {
+			s.dropped.Audio++
+			if !s.droppingAudio {
+				s.droppingAudio = true
+				s.audioDropSince = f.Timestamp
+			} else if d := int32(f.Timestamp - s.audioDropSince); int64(d) >= s.timeoutMS {
+				return false, ErrTooSlow
+			}
+			return false, nil
+		}
+		s.droppingAudio = false
+		return s.push(f), nil
+	}
+	// Video.
+	switch {
+	case s.waitKey:
+		if f.Keyframe && lv < levelKey {
+			s.waitKey = false
+			return s.push(f), nil
+		}
+	case lv >= levelInter:
+		if f.Keyframe && lv < levelKey {
+			return s.push(f), nil
+		}
+		s.waitKey = true
+	case lv >= levelDisposable:
+		if !f.Disposable {
+			return s.push(f), nil
+		}
+	default:
+		return s.push(f), nil
+	}
+	s.countDrop(f)
+	return false, nil
+}
+
+// offerLossless queues every frame; the only frames skipped are video frames
+// before the first keyframe of a session (nothing could decode them).
+func (s *Subscriber) offerLossless(f *av.Frame) (bool, error) {
+	if s.waitKey && f.Kind == av.KindVideo && !f.SeqHeader {
+		if !f.Keyframe {
+			s.countDrop(f)
+			return false, nil
+		}
+		s.waitKey = false
+	}
+	if s.q.live() >= s.limit || s.q.full() {
+		return false, ErrOverflow
+	}
+	return s.push(f), nil
+}
+
+// push queues f (the queue has room) and reports whether it was empty.
+func (s *Subscriber) push(f *av.Frame) bool {
+	s.q.push(f, false)
+	return s.q.n == 1
+}
+
+func (s *Subscriber) countDrop(f *av.Frame) {
+	switch {
+	case f.Kind == av.KindAudio:
+		s.dropped.Audio++
+	case f.Keyframe:
+		s.dropped.Key++
+	case f.Disposable:
+		s.dropped.Disposable++
+	default:
+		s.dropped.Inter++
+	}
+}

@@ -1,0 +1,83 @@
+package hub
+
+import "github.com/relaymesh/relaymesh/internal/av"
+
+// queue is a fixed-capacity FIFO of frames, preallocated when a subscriber
+// joins, plus a parallel FIFO of the timestamps of the droppable media frames
+// it holds (the drop policy measures backlog from the oldest of those).
+// Frames queued as the join burst (headers and GOP cache) are counted in
+// burst and kept out of the backlog accounting.
+type queue struct {
+	frames      []*av.Frame
+	head, n     int
+	ts          []uint32
+	tsHead, tsN int
+	burst       int // frames at the head that came from the join burst
+}
+
+func newQueue(capacity int) queue {
+	return queue{frames: make([]*av.Frame, capacity), ts: make([]uint32, capacity)}
+}
+
+func (q *queue) full() bool { return q.n == len(q.frames) }
+
+// live is the number of queued frames that were queued after the join burst.
+func (q *queue) live() int { return q.n - q.burst }
+
+// push appends f; the caller checked that the queue is not full.
+func (q *queue) push(f *av.Frame, burst bool) {
+	i := q.head + q.n
+	if i >= len(q.frames) {
+		i -= len(q.frames)
+	}
+	q.frames[i] = f
+	q.n++
+	if burst {
+		q.burst++
+		return
+	}
+	if f.Droppable() {
+		j := q.tsHead + q.tsN
+		if j >= len(q.ts) {
+			j -= len(q.ts)
+		}
+		q.ts[j] = f.Timestamp
+		q.tsN++
+	}
+}
+
+// pop removes and returns the oldest frame; the caller checked n > 0.
+func (q *queue) pop() *av.Frame {
+	f := q.frames[q.head]
+	q.frames[q.head] = nil
+	q.head++
+	if q.head == len(q.frames) {
+		q.head = 0
+	}
+	q.n--
+	if q.burst > 0 {
+		q.burst--
+	} else if f.Droppable() {
+		q.tsHead++
+		if q.tsHead == len(q.ts) {
+			q.tsHead = 0
+		}
+		q.tsN--
+	}
+	return f
+}
+
+// oldestTS returns the timestamp of the oldest droppable frame queued after
+// the join burst.
+func (q *queue) oldestTS() (uint32, bool) {
+	if q.tsN == 0 {
+		return 0, false
+	}
+	return q.ts[q.tsHead], true
+}
+
+// reset drops every queued frame (for the garbage collector's sake).
+func (q *queue) reset() {
+	clear(q.frames)
+	q.head, q.n, q.tsHead, q.tsN, q.burst = 0, 0, 0, 0, 0
+}
