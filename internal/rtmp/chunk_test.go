@@ -108,7 +108,7 @@ func TestChunkHostile(t *testing.T) {
 	var b []byte
 	for i := 0; i < maxChunkStreams+2; i++ {
 		b = append(b, 0x00, byte(i), 0, 0, 0, 0, 0, 200, 9, 0, 0, 0, 0) // csid 64+i, 200-byte message
-		b = append(b, make([]byte, 128)...)                            // only its first chunk
+		b = append(b, make([]byte, 128)...)                             // only its first chunk
 	}
 	r = NewChunkReader(bufio.NewReader(bytes.NewReader(b)), 0)
 	if _, err := r.ReadMessage(); !errors.Is(err, ErrProtocol) {

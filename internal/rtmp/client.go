@@ -154,10 +154,14 @@ func (c *ClientConn) connect(ctx context.Context) error {
 	}
 	_ = c.Send(windowAckMessage(c.cfg.WindowAckSize))
 	_ = c.Send(chunkSizeMessage(DefaultChunkSize))
-	_, err := c.call(ctx, 0, "connect", 1, map[string]any{
+	obj := map[string]any{
 		"app": app, "flashVer": "LNX 9,0,124,2", "tcUrl": tc, "fpad": false,
 		"capabilities": 15.0, "audioCodecs": 4071.0, "videoCodecs": 252.0, "videoFunction": 1.0, "objectEncoding": 0.0,
-	})
+	}
+	for k, v := range c.cfg.ConnectProps {
+		obj[k] = v
+	}
+	_, err := c.call(ctx, 0, "connect", 1, obj)
 	return err
 }
 

@@ -26,6 +26,10 @@ type ConnConfig struct {
 	BatchBytes       int           // media bytes gathered into one writev at most (default 256 KiB)
 	WindowAckSize    uint32        // acknowledgement window announced to the peer (default 2.5 MB)
 	SendBuffer       int           // SO_SNDBUF for the socket; 0 keeps the kernel's auto-tuning
+
+	// ConnectProps are extra properties a client sends in its connect
+	// command object (a relay marks itself so upstreams treat it as one).
+	ConnectProps map[string]any
 }
 
 // WithDefaults fills zero fields.
@@ -67,6 +71,7 @@ var (
 	ErrClosed            = errors.New("rtmp: connection closed")
 	ErrControlQueueFull  = errors.New("rtmp: control queue full (peer not reading)")
 	ErrNotRTMP           = errors.New("rtmp: not an RTMP handshake")
+	ErrServerClosing     = errors.New("rtmp: server shutting down")
 	errHandshakeTimedOut = errors.New("rtmp: handshake timed out")
 )
 
@@ -100,11 +105,12 @@ type Conn struct {
 	closeAfter bool // close once the control queue is flushed
 	closeErr   error
 
-	peerWindow atomic.Uint32
-	lastAck    uint64
-	closed     chan struct{}
-	closeOnce  sync.Once
-	writerDone chan struct{}
+	readTimeout atomic.Int64 // ns; 0 = none
+	peerWindow  atomic.Uint32
+	lastAck     uint64
+	closed      chan struct{}
+	closeOnce   sync.Once
+	writerDone  chan struct{}
 
 	// Stats.
 	BytesIn  atomic.Uint64
@@ -122,7 +128,7 @@ func newConn(nc net.Conn, cfg ConnConfig, log *slog.Logger) *Conn {
 		}
 	}
 	br := bufio.NewReaderSize(nc, 16<<10)
-	return &Conn{
+	c := &Conn{
 		nc:         nc,
 		cfg:        cfg,
 		log:        log,
@@ -133,7 +139,12 @@ func newConn(nc net.Conn, cfg ConnConfig, log *slog.Logger) *Conn {
 		closed:     make(chan struct{}),
 		writerDone: make(chan struct{}),
 	}
+	c.readTimeout.Store(int64(cfg.ReadTimeout))
+	return c
 }
+
+// SetReadTimeout changes how long ReadMessage waits for the peer (0: forever).
+func (c *Conn) SetReadTimeout(d time.Duration) { c.readTimeout.Store(int64(d)) }
 
 // Accept runs the server side of the handshake on nc and returns the
 // connection with its writer running.
@@ -305,7 +316,11 @@ func (c *Conn) Close(err error) {
 // here. Every call waits at most ReadTimeout for the peer.
 func (c *Conn) ReadMessage() (Message, error) {
 	for {
-		_ = c.nc.SetReadDeadline(time.Now().Add(c.cfg.ReadTimeout))
+		if d := time.Duration(c.readTimeout.Load()); d > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(d))
+		} else {
+			_ = c.nc.SetReadDeadline(time.Time{})
+		}
 		m, err := c.reader.ReadMessage()
 		if err != nil {
 			return m, err

@@ -95,11 +95,13 @@ func Serve(ctx context.Context, nc net.Conn, cfg ConnConfig, h Handler, log *slo
 	s := &Session{ID: id, Conn: c, Log: log, publishers: map[uint32]Publisher{}, playing: map[uint32]bool{}}
 	ctx, cancel := c.Context(ctx)
 	defer cancel()
+	stop := context.AfterFunc(ctx, func() { c.Close(ErrServerClosing) })
+	defer stop()
 	err = s.loop(ctx, h)
 	c.Close(err)
 	s.closeStreams()
 	h.Closed(s, err)
-	if err != nil && !errors.Is(err, ErrClosed) && !isEOF(err) {
+	if err != nil && !errors.Is(err, ErrClosed) && !isEOF(err) && !errors.Is(err, ErrServerClosing) {
 		log.Info("connection closed", "err", err)
 	} else {
 		log.Debug("connection closed")
@@ -362,12 +364,12 @@ func (s *Session) play(ctx context.Context, h Handler, cmd *Command) error {
 		s.Conn.Unbind(id)
 	}
 	c := s.Conn
+	c.SetReadTimeout(0) // a viewer may stay silent; dead peers show up as write timeouts
 	_ = c.Send(UserControlMessage(EventStreamIsRecorded, id))
 	_ = c.Send(UserControlMessage(EventStreamBegin, id))
 	_ = c.Send(StatusMessage(id, Status{"status", CodePlayReset, "Playing and resetting " + req.Name}))
 	_ = c.Send(StatusMessage(id, Status{"status", CodePlayStart, "Started playing " + req.Name}))
 	_ = c.Send(DataMessage(id, "|RtmpSampleAccess", true, true))
-	_ = c.Send(DataMessage(id, "onStatus", map[string]any{"code": "NetStream.Data.Start"}))
 	name := req.Name
 	c.Bind(id, src, func(e av.Event) []Message {
 		switch e {
@@ -384,8 +386,9 @@ func (s *Session) play(ctx context.Context, h Handler, cmd *Command) error {
 		}
 		return nil
 	}, func(err error) []Message {
-		s.Log.Info("viewer closed", "stream", name, "err", err)
-		return []Message{StatusMessage(id, Status{"error", CodePlayInsufficientBW, "closed: " + err.Error()})}
+		st := asStatus(err, CodePlayInsufficientBW)
+		s.Log.Info("viewer closed", "stream", name, "code", st.Code, "reason", st.Description)
+		return []Message{StatusMessage(id, st)}
 	})
 	s.Log.Info("playing", "stream", name)
 	return nil

@@ -263,12 +263,15 @@ func (h *Hub) Subscribe(o SubscribeOptions) *Subscriber {
 		lossless:  o.Lossless,
 		id:        o.ID,
 		addr:      o.Addr,
-		notify:    make(chan struct{}, 1),
+		notify:    o.Notify,
 		done:      make(chan struct{}),
 		queueMS:   h.cfg.ViewerQueue.Milliseconds(),
 		timeoutMS: h.cfg.SlowViewerTimeout.Milliseconds(),
 		waitKey:   !h.live || !h.gop.active,
 		listed:    true,
+	}
+	if s.notify == nil {
+		s.notify = make(chan struct{}, 1)
 	}
 	capacity := len(burst)
 	if o.Lossless {

@@ -15,6 +15,11 @@ type SubscribeOptions struct {
 	Lossless bool
 	// ID and Addr identify the subscriber in Info (connection id, remote address).
 	ID, Addr string
+	// Notify, when set, is signalled (without blocking) instead of a private
+	// channel whenever frames become pending or the subscriber is closed, so
+	// that one connection writer can wait for its control queue and all its
+	// streams at once and read them with Poll. It must have capacity 1.
+	Notify chan struct{}
 }
 
 // DropCounts splits dropped frames by class.
@@ -67,8 +72,8 @@ type Subscriber struct {
 	q       queue
 	waitKey bool // queue no video until the next keyframe
 
-	droppingAudio  bool
-	audioDropSince uint32 // timestamp of the first audio frame of the current drop run
+	starving      bool   // dropping every media frame: the backlog is full
+	starvingSince uint32 // timestamp of the first frame of the current run
 
 	sent    uint64
 	dropped DropCounts
@@ -167,6 +172,7 @@ func (s *Subscriber) closeLocked(err, reason error) bool {
 	s.reason = reason
 	s.q.reset()
 	close(s.done)
+	s.wake() // a Poll-driven reader learns of the close from its Notify channel
 	return true
 }
 

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/relaymesh/relaymesh/internal/config"
+	"github.com/relaymesh/relaymesh/internal/httpserver"
+	"github.com/relaymesh/relaymesh/internal/rtmp"
+	"github.com/relaymesh/relaymesh/relay"
+	"github.com/relaymesh/relaymesh/relay/hub"
+)
+
+// multiFlag collects repeated flags.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// nodeFlags are the flags primary and relay share; each overrides the
+// config file when given.
+type nodeFlags struct {
+	config, rtmpAddr, httpAddr, logLevel, logFormat string
+}
+
+func (n *nodeFlags) register(fs *flag.FlagSet, defRTMP, defHTTP string) {
+	fs.StringVar(&n.config, "config", "", "YAML configuration file (see docs/configuration.md)")
+	fs.StringVar(&n.rtmpAddr, "rtmp", "", "RTMP listen address (default "+defRTMP+")")
+	fs.StringVar(&n.httpAddr, "http", "", "HTTP listen address for /healthz, /metrics, /api/v1/streams (default "+defHTTP+")")
+	fs.StringVar(&n.logLevel, "log-level", "", "debug, info, warn or error (default info)")
+	fs.StringVar(&n.logFormat, "log-format", "", "text or json (default text)")
+}
+
+// load reads the config file and applies the flags that were set.
+func (n *nodeFlags) load(fs *flag.FlagSet, defRTMP, defHTTP string) (config.Config, *slog.Logger, error) {
+	cfg, err := config.Load(n.config)
+	if err != nil {
+		return cfg, nil, err
+	}
+	if n.config == "" {
+		cfg.RTMP.Listen, cfg.HTTP.Listen = defRTMP, defHTTP
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["rtmp"] {
+		cfg.RTMP.Listen = n.rtmpAddr
+	}
+	if set["http"] {
+		cfg.HTTP.Listen = n.httpAddr
+	}
+	if set["log-level"] {
+		cfg.Log.Level = n.logLevel
+	}
+	if set["log-format"] {
+		cfg.Log.Format = n.logFormat
+	}
+	log, err := newLogger(cfg.Log.Level, cfg.Log.Format)
+	return cfg, log, err
+}
+
+func hubConfig(c config.Hub) hub.Config {
+	return hub.Config{
+		ViewerQueue:       c.ViewerQueue,
+		ViewerQueueFrames: c.ViewerQueueFrames,
+		SlowViewerTimeout: c.SlowViewerTimeout,
+		GOPCacheMaxFrames: c.GOPCacheMaxFrames,
+		GOPCacheMaxBytes:  c.GOPCacheMaxBytes,
+	}.WithDefaults()
+}
+
+func connConfig(c config.RTMP) rtmp.ConnConfig {
+	return rtmp.ConnConfig{
+		HandshakeTimeout: c.HandshakeTimeout,
+		ReadTimeout:      c.IdleTimeout,
+		WriteTimeout:     c.WriteTimeout,
+		MaxMessageSize:   c.MaxMessageSize,
+		SendBuffer:       c.ViewerSendBuffer,
+	}.WithDefaults()
+}
+
+// node is a running primary or relay: an RTMP server and an HTTP server.
+type node struct {
+	cfg    config.Config
+	log    *slog.Logger
+	hubs   *hub.Registry
+	http   *httpserver.Server
+	rtmpLn net.Listener
+	httpLn net.Listener
+	server *relay.Server
+}
+
+func newNode(cfg config.Config, log *slog.Logger) (*node, error) {
+	n := &node{cfg: cfg, log: log, http: httpserver.New(log)}
+	n.hubs = hub.NewRegistry(hubConfig(cfg.Hub), log)
+	if err := n.hubs.RegisterMetrics(n.http.Registry); err != nil {
+		return nil, err
+	}
+	n.http.Mux.Handle("GET /api/v1/streams", relay.StreamsHandler(n.hubs))
+	var err error
+	if n.rtmpLn, err = net.Listen("tcp", cfg.RTMP.Listen); err != nil {
+		return nil, fmt.Errorf("rtmp listen: %w", err)
+	}
+	if n.httpLn, err = net.Listen("tcp", cfg.HTTP.Listen); err != nil {
+		n.rtmpLn.Close()
+		return nil, fmt.Errorf("http listen: %w", err)
+	}
+	return n, nil
+}
+
+// run serves until ctx ends, then drains and stops.
+func (n *node) run(ctx context.Context, h rtmp.Handler) error {
+	n.server = &relay.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections}
+	httpCtx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	var httpErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		httpErr = n.http.Serve(httpCtx, n.httpLn)
+	}()
+	go func() {
+		<-ctx.Done()
+		n.http.SetDraining(true)
+	}()
+	err := n.server.Serve(ctx, n.rtmpLn, n.cfg.RTMP.Drain)
+	stopHTTP()
+	wg.Wait()
+	if err == nil && httpErr != nil && httpErr.Error() != "http: Server closed" {
+		err = httpErr
+	}
+	n.log.Info("stopped")
+	return err
+}

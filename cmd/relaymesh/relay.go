@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"net/http"
+
+	"github.com/relaymesh/relaymesh/internal/httpserver"
+	"github.com/relaymesh/relaymesh/relay"
+)
+
+func init() {
+	register(command{name: "relay", summary: "run a relay: pulls streams from upstream and serves viewers", run: runRelay})
+}
+
+func runRelay(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
+	var nf nodeFlags
+	nf.register(fs, "127.0.0.1:1936", "127.0.0.1:8081")
+	id := fs.String("id", "", "relay id (required)")
+	location := fs.String("location", "", "location of this relay in the graph")
+	upstream := fs.String("upstream", "", "rtmp://HOST:PORT of the primary or a parent relay (required)")
+	linger := fs.Duration("linger", 0, "keep pulling a stream this long after its last viewer (default 30s)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, log, err := nf.load(fs, "127.0.0.1:1936", "127.0.0.1:8081")
+	if err != nil {
+		return err
+	}
+	if *id != "" {
+		cfg.Relay.ID = *id
+	}
+	if *location != "" {
+		cfg.Relay.Location = *location
+	}
+	if *upstream != "" {
+		cfg.Relay.Upstream = *upstream
+	}
+	if *linger > 0 {
+		cfg.Relay.Linger = *linger
+	}
+	if cfg.Relay.ID == "" || cfg.Relay.Upstream == "" {
+		return errors.New("--id and --upstream are required")
+	}
+	log = log.With("role", "relay", "relay", cfg.Relay.ID)
+	n, err := newNode(cfg, log)
+	if err != nil {
+		return err
+	}
+	up, err := relay.NewUpstream(ctx, relay.UpstreamConfig{
+		URL: cfg.Relay.Upstream, RelayID: cfg.Relay.ID, Linger: cfg.Relay.Linger, Conn: connConfig(cfg.RTMP),
+	}, n.hubs, log)
+	if err != nil {
+		return err
+	}
+	n.http.Mux.HandleFunc("GET /api/v1/pulls", func(w http.ResponseWriter, r *http.Request) {
+		httpserver.WriteJSON(w, http.StatusOK, map[string]any{"id": cfg.Relay.ID, "location": cfg.Relay.Location, "pulls": up.Pulls()})
+	})
+	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Grace: cfg.RTMP.Grace, Log: log})
+	log.Info("relay listening", "rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String(), "upstream", cfg.Relay.Upstream, "location", cfg.Relay.Location)
+	return n.run(ctx, h)
+}

@@ -1,0 +1,123 @@
+// Package config is relaymesh's configuration file: one YAML document whose
+// sections match the subcommands' flags. Every field has a documented
+// default (see Default and docs/configuration.md); flags given on the
+// command line override the file.
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole file.
+type Config struct {
+	Log     Log     `yaml:"log"`
+	RTMP    RTMP    `yaml:"rtmp"`
+	HTTP    HTTP    `yaml:"http"`
+	Hub     Hub     `yaml:"hub"`
+	Publish Publish `yaml:"publish"`
+	Relay   Relay   `yaml:"relay"`
+}
+
+// Log configures structured logging.
+type Log struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error (default info)
+	Format string `yaml:"format"` // text or json (default text)
+}
+
+// RTMP configures the RTMP listener and its connections.
+type RTMP struct {
+	Listen           string        `yaml:"listen"`             // default 127.0.0.1:1935
+	HandshakeTimeout time.Duration `yaml:"handshake_timeout"`  // default 10s
+	IdleTimeout      time.Duration `yaml:"idle_timeout"`       // a silent publisher or client is closed after this (default 30s)
+	WriteTimeout     time.Duration `yaml:"write_timeout"`      // one blocked write longer than this closes the viewer (default 10s)
+	MaxMessageSize   uint32        `yaml:"max_message_size"`   // bytes (default 8 MiB)
+	ViewerSendBuffer int           `yaml:"viewer_send_buffer"` // SO_SNDBUF of connections, bytes; 0 = kernel auto-tuning (default 131072)
+	MaxConnections   int           `yaml:"max_connections"`    // 0 = unlimited (default 0)
+	Grace            time.Duration `yaml:"grace"`              // viewers wait this long for a stopped broadcaster (default 30s)
+	Drain            time.Duration `yaml:"drain"`              // on SIGTERM, connections get this long to finish (default 5s)
+}
+
+// HTTP configures the HTTP listener (/healthz, /metrics, /api/v1/streams).
+type HTTP struct {
+	Listen string `yaml:"listen"` // default 127.0.0.1:8080
+}
+
+// Hub configures every stream hub (fan-out, GOP cache, frame dropping).
+type Hub struct {
+	ViewerQueue       time.Duration `yaml:"viewer_queue"`        // media time a viewer may lag before dropping fully (default 2s)
+	ViewerQueueFrames int           `yaml:"viewer_queue_frames"` // default 1024
+	SlowViewerTimeout time.Duration `yaml:"slow_viewer_timeout"` // a viewer losing even audio this long is closed (default 10s)
+	GOPCacheMaxFrames int           `yaml:"gop_cache_max_frames"`
+	GOPCacheMaxBytes  int           `yaml:"gop_cache_max_bytes"`
+}
+
+// Publish configures who may publish on the primary.
+type Publish struct {
+	// Keys maps a stream name, "app/name" or "*" to its publish key:
+	// publishers use rtmp://host/APP/NAME?key=SECRET.
+	Keys map[string]string `yaml:"keys"`
+	// TokenSecret enables HMAC-signed tokens: ?token=EXPIRY.HEXSIG.
+	TokenSecret string `yaml:"token_secret"`
+	// Open lets anyone publish without a key (dev only; default false).
+	Open bool `yaml:"open"`
+	// Takeover lets a new publisher replace a live one (default false).
+	Takeover bool `yaml:"takeover"`
+}
+
+// Relay configures a relay's upstream pulls.
+type Relay struct {
+	ID       string        `yaml:"id"`
+	Location string        `yaml:"location"`
+	Upstream string        `yaml:"upstream"` // rtmp://host:port of the primary or a parent relay
+	Linger   time.Duration `yaml:"linger"`   // keep a pull this long after its last viewer (default 30s)
+}
+
+// Default is the configuration used when no file and no flags say otherwise.
+func Default() Config {
+	return Config{
+		Log: Log{Level: "info", Format: "text"},
+		RTMP: RTMP{
+			Listen:           "127.0.0.1:1935",
+			HandshakeTimeout: 10 * time.Second,
+			IdleTimeout:      30 * time.Second,
+			WriteTimeout:     10 * time.Second,
+			MaxMessageSize:   8 << 20,
+			ViewerSendBuffer: 128 << 10,
+			Grace:            30 * time.Second,
+			Drain:            5 * time.Second,
+		},
+		HTTP: HTTP{Listen: "127.0.0.1:8080"},
+		Hub: Hub{
+			ViewerQueue:       2 * time.Second,
+			ViewerQueueFrames: 1024,
+			SlowViewerTimeout: 10 * time.Second,
+			GOPCacheMaxFrames: 2500,
+			GOPCacheMaxBytes:  32 << 20,
+		},
+		Relay: Relay{Linger: 30 * time.Second},
+	}
+}
+
+// Load reads path over the defaults. Unknown keys are errors, so a typo
+// does not silently fall back to a default.
+func Load(path string) (Config, error) {
+	c := Default()
+	if path == "" {
+		return c, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}

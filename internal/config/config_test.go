@@ -1,0 +1,39 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "c.yaml")
+	os.WriteFile(p, []byte("rtmp:\n  listen: 127.0.0.1:2000\n  grace: 5s\npublish:\n  keys:\n    cam: s3cret\n"), 0o644)
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RTMP.Listen != "127.0.0.1:2000" || c.RTMP.Grace != 5*time.Second || c.Publish.Keys["cam"] != "s3cret" {
+		t.Fatalf("%+v", c)
+	}
+	if c.RTMP.IdleTimeout != 30*time.Second {
+		t.Fatalf("default lost: %v", c.RTMP.IdleTimeout)
+	}
+	os.WriteFile(p, []byte("rtmp:\n  lisen: x\n"), 0o644)
+	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "lisen") {
+		t.Fatalf("typo accepted: %v", err)
+	}
+	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil {
+		t.Fatal("missing file accepted")
+	}
+}
+
+// The documented example file must load.
+func TestExampleFile(t *testing.T) {
+	if _, err := Load("../../docs/relaymesh.example.yaml"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,98 @@
+package relay
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/relaymesh/relaymesh/internal/rtmp"
+	"github.com/relaymesh/relaymesh/relay/hub"
+)
+
+// PublishFunc accepts or refuses a broadcaster (the primary's ingest).
+type PublishFunc func(ctx context.Context, s *rtmp.Session, req *rtmp.StreamRequest) (rtmp.Publisher, error)
+
+// MessageFunc receives what is neither publish nor play: shared-object
+// messages, RPC calls and results.
+type MessageFunc func(ctx context.Context, s *rtmp.Session, m rtmp.Message)
+
+// Options configure the RTMP side of a primary or a relay.
+type Options struct {
+	Hubs     *hub.Registry
+	Upstream *Upstream   // relays: where streams are pulled from; nil on the primary
+	Publish  PublishFunc // the primary: accepts broadcasters; nil on relays (publish refused)
+	Messages MessageFunc // optional
+	// Grace keeps viewers connected after the broadcaster stops, waiting for
+	// it to come back (default 30s).
+	Grace time.Duration
+	Log   *slog.Logger
+}
+
+// Handler implements rtmp.Handler for viewers, downstream relays and,
+// through Options.Publish, broadcasters.
+type Handler struct {
+	o Options
+}
+
+// NewHandler returns the RTMP handler of a server.
+func NewHandler(o Options) *Handler {
+	if o.Grace <= 0 {
+		o.Grace = 30 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Handler{o: o}
+}
+
+// Connect accepts every application: streams are named by app and name.
+func (h *Handler) Connect(ctx context.Context, s *rtmp.Session, req *rtmp.ConnectRequest) error {
+	return nil
+}
+
+// Publish hands broadcasters to the primary's ingest; relays refuse them.
+func (h *Handler) Publish(ctx context.Context, s *rtmp.Session, req *rtmp.StreamRequest) (rtmp.Publisher, error) {
+	if h.o.Publish == nil {
+		return nil, rtmp.Status{Level: "error", Code: rtmp.CodePublishBadName, Description: "this server is a relay: publish to the primary"}
+	}
+	return h.o.Publish(ctx, s, req)
+}
+
+// IsRelay reports whether the session is a downstream relay.
+func IsRelay(s *rtmp.Session) bool {
+	if s.Connect == nil || s.Connect.Object == nil {
+		return false
+	}
+	_, ok := s.Connect.Object[RelayMarker]
+	return ok
+}
+
+// Play serves a viewer (drop policy) or a downstream relay (every frame)
+// from the stream's hub, pulling it from upstream first on a relay.
+func (h *Handler) Play(ctx context.Context, s *rtmp.Session, req *rtmp.StreamRequest) (rtmp.MediaSource, error) {
+	if h.o.Upstream != nil {
+		if err := h.o.Upstream.Ensure(ctx, req.App, req.Name, req.RawQuery); err != nil {
+			if _, ok := err.(rtmp.Status); ok {
+				return nil, err
+			}
+			return nil, rtmp.Status{Level: "error", Code: rtmp.CodePlayStreamNotFound, Description: "upstream: " + err.Error()}
+		}
+	}
+	hb := h.o.Hubs.Acquire(req.App, req.Name)
+	kind := "viewer"
+	if IsRelay(s) {
+		kind = "relay"
+	}
+	s.Log.Debug("subscribing", "stream", req.App+"/"+req.Name, "as", kind)
+	return newViewer(hb, s.Notify(), hub.SubscribeOptions{Lossless: IsRelay(s), ID: s.ID, Addr: s.RemoteAddr()}, h.o.Grace), nil
+}
+
+// Message passes shared-object and RPC traffic to Options.Messages.
+func (h *Handler) Message(ctx context.Context, s *rtmp.Session, m rtmp.Message) {
+	if h.o.Messages != nil {
+		h.o.Messages(ctx, s, m)
+	}
+}
+
+// Closed is called when a session ends.
+func (h *Handler) Closed(s *rtmp.Session, err error) {}

@@ -1,0 +1,99 @@
+package relay
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/relaymesh/relaymesh/internal/av"
+	"github.com/relaymesh/relaymesh/internal/rtmp"
+	"github.com/relaymesh/relaymesh/relay/hub"
+)
+
+// viewer adapts a hub subscriber to the RTMP connection's media source. It
+// also keeps the viewer through a publisher's absence: after an unpublish
+// the viewer stays connected for the grace period, and is told the stream
+// stopped only when nobody publishes again in time.
+type viewer struct {
+	sub    *hub.Subscriber
+	h      *hub.Hub
+	notify chan struct{}
+	grace  time.Duration
+
+	expired atomic.Bool
+	mu      sync.Mutex
+	timer   *time.Timer
+	once    sync.Once
+}
+
+var errGraceExpired = rtmp.Status{Level: "status", Code: rtmp.CodePlayStop, Description: "the broadcaster did not come back"}
+
+func newViewer(h *hub.Hub, notify chan struct{}, o hub.SubscribeOptions, grace time.Duration) *viewer {
+	o.Notify = notify
+	v := &viewer{h: h, notify: notify, grace: grace}
+	v.sub = h.Subscribe(o)
+	if !h.Live() {
+		v.armGrace()
+	}
+	return v
+}
+
+func (v *viewer) armGrace() {
+	if v.grace <= 0 {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.timer != nil {
+		v.timer.Stop()
+	}
+	v.timer = time.AfterFunc(v.grace, func() {
+		v.expired.Store(true)
+		select {
+		case v.notify <- struct{}{}:
+		default:
+		}
+	})
+}
+
+func (v *viewer) disarmGrace() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.timer != nil {
+		v.timer.Stop()
+		v.timer = nil
+	}
+	v.expired.Store(false)
+}
+
+// Poll implements rtmp.MediaSource.
+func (v *viewer) Poll(dst []*av.Frame, maxBytes int) ([]*av.Frame, error) {
+	frames, err := v.sub.Poll(dst, maxBytes)
+	for _, f := range frames {
+		if f.Kind == av.KindEvent {
+			switch f.Event {
+			case av.EventUnpublish:
+				v.armGrace()
+			case av.EventPublish:
+				v.disarmGrace()
+			}
+		}
+	}
+	if err == nil && len(frames) == 0 && v.expired.Load() {
+		err = errGraceExpired
+	}
+	return frames, err
+}
+
+// Close implements rtmp.MediaSource.
+func (v *viewer) Close() {
+	v.once.Do(func() {
+		v.mu.Lock()
+		if v.timer != nil {
+			v.timer.Stop()
+		}
+		v.mu.Unlock()
+		v.sub.Close()
+		v.h.Release()
+	})
+}

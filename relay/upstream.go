@@ -1,0 +1,351 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/relaymesh/relaymesh/internal/amf"
+	"github.com/relaymesh/relaymesh/internal/av"
+	"github.com/relaymesh/relaymesh/internal/rtmp"
+	"github.com/relaymesh/relaymesh/relay/hub"
+)
+
+// UpstreamConfig says where and how a relay pulls its streams.
+type UpstreamConfig struct {
+	// URL of the upstream server, rtmp://host:port (the primary or another
+	// relay). The viewer's app and stream name are appended.
+	URL string
+	// RelayID identifies this relay to the upstream (sent with connect).
+	RelayID string
+	// Linger keeps a pull running after its last local subscriber left (default 30s).
+	Linger time.Duration
+	// StartTimeout bounds how long the first viewer waits for the upstream (default 10s).
+	StartTimeout time.Duration
+	// BackoffMin and BackoffMax bound the reconnect delay (defaults 250ms and 10s).
+	BackoffMin, BackoffMax time.Duration
+	// Conn is the RTMP connection configuration of upstream connections.
+	Conn rtmp.ConnConfig
+}
+
+// WithDefaults fills zero fields.
+func (c UpstreamConfig) WithDefaults() UpstreamConfig {
+	if c.Linger <= 0 {
+		c.Linger = 30 * time.Second
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 10 * time.Second
+	}
+	if c.BackoffMin <= 0 {
+		c.BackoffMin = 250 * time.Millisecond
+	}
+	if c.BackoffMax <= 0 {
+		c.BackoffMax = 10 * time.Second
+	}
+	return c
+}
+
+// RelayMarker is the connect-object property by which a downstream relay
+// identifies itself; an upstream serves it every frame (no drop policy).
+const RelayMarker = "relaymeshRelay"
+
+// Upstream runs one pull per stream: one upstream connection however many
+// local viewers, started by the first and kept while viewers remain (plus
+// Linger), reconnecting with backoff when the upstream drops.
+type Upstream struct {
+	cfg  UpstreamConfig
+	hubs *hub.Registry
+	log  *slog.Logger
+	ctx  context.Context
+
+	mu    sync.Mutex
+	url   rtmp.URL
+	pulls map[string]*pull
+}
+
+// NewUpstream returns a puller that writes into hubs. ctx bounds every pull.
+func NewUpstream(ctx context.Context, cfg UpstreamConfig, hubs *hub.Registry, log *slog.Logger) (*Upstream, error) {
+	cfg = cfg.WithDefaults()
+	u := &Upstream{cfg: cfg, hubs: hubs, log: log.With("component", "upstream"), ctx: ctx, pulls: map[string]*pull{}}
+	if err := u.SetURL(cfg.URL); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// SetURL changes the upstream for pulls started from now on (the
+// orchestrator may move a relay to a nearer parent).
+func (u *Upstream) SetURL(raw string) error {
+	pu, err := rtmp.ParseURL(strings.TrimRight(raw, "/")+"/_", 1)
+	if err != nil {
+		return fmt.Errorf("upstream url: %w", err)
+	}
+	u.mu.Lock()
+	u.url = rtmp.URL{Host: pu.Host}
+	u.mu.Unlock()
+	return nil
+}
+
+type pull struct {
+	u         *Upstream
+	app, name string
+	query     string
+	hub       *hub.Hub
+	log       *slog.Logger
+	cancel    context.CancelFunc
+	hold      bool
+
+	started  chan struct{} // closed once the first attempt succeeded or failed
+	startErr error
+	done     chan struct{}
+}
+
+// PullInfo describes a running pull for the API.
+type PullInfo struct {
+	App      string `json:"app"`
+	Name     string `json:"name"`
+	Upstream string `json:"upstream"`
+	Live     bool   `json:"live"`
+	Held     bool   `json:"held"`
+}
+
+// Pulls lists the running pulls.
+func (u *Upstream) Pulls() []PullInfo {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make([]PullInfo, 0, len(u.pulls))
+	for _, p := range u.pulls {
+		out = append(out, PullInfo{App: p.app, Name: p.name, Upstream: u.url.Host, Live: p.hub.Live(), Held: p.hold})
+	}
+	return out
+}
+
+// Ensure starts pulling app/name if it is not pulled yet and waits until the
+// upstream has accepted the play (or refused it, or StartTimeout passed).
+// query is passed upstream with connect and play (auth tokens).
+func (u *Upstream) Ensure(ctx context.Context, app, name, query string) error {
+	p := u.start(app, name, query, false)
+	t := time.NewTimer(u.cfg.StartTimeout)
+	defer t.Stop()
+	select {
+	case <-p.started:
+		return p.startErr
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return fmt.Errorf("upstream %s did not answer within %s", u.url.Host, u.cfg.StartTimeout)
+	}
+}
+
+// Hold pulls app/name and keeps it with or without viewers until Release.
+func (u *Upstream) Hold(ctx context.Context, app, name string) error {
+	p := u.start(app, name, "", true)
+	select {
+	case <-p.started:
+		return p.startErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Release ends a pull (held or not) now.
+func (u *Upstream) Release(app, name string) {
+	u.mu.Lock()
+	p := u.pulls[app+"/"+name]
+	u.mu.Unlock()
+	if p != nil {
+		p.cancel()
+		<-p.done
+	}
+}
+
+func (u *Upstream) start(app, name, query string, hold bool) *pull {
+	key := app + "/" + name
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if p := u.pulls[key]; p != nil {
+		if hold {
+			p.hold = true
+		}
+		return p
+	}
+	ctx, cancel := context.WithCancel(u.ctx)
+	p := &pull{
+		u: u, app: app, name: name, query: query, hold: hold,
+		hub:     u.hubs.Acquire(app, name),
+		log:     u.log.With("stream", key),
+		cancel:  cancel,
+		started: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	u.pulls[key] = p
+	go p.run(ctx, u.url)
+	return p
+}
+
+func (p *pull) run(ctx context.Context, url rtmp.URL) {
+	defer close(p.done)
+	defer func() {
+		p.u.mu.Lock()
+		delete(p.u.pulls, p.app+"/"+p.name)
+		p.u.mu.Unlock()
+		if p.hub.Live() {
+			p.hub.End()
+		}
+		p.hub.Release()
+		p.cancel()
+	}()
+	go p.lingerWatch(ctx)
+	backoff := p.u.cfg.BackoffMin
+	first := true
+	for ctx.Err() == nil {
+		playing, err := p.once(ctx, url, func() {
+			if first {
+				first = false
+				close(p.started)
+			}
+		})
+		if p.hub.Live() {
+			p.hub.End()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if first {
+			// The first attempt failed before the upstream accepted the play:
+			// tell the waiting viewer why, and stop if the upstream refused.
+			first = false
+			p.startErr = err
+			close(p.started)
+			var st rtmp.Status
+			if errors.As(err, &st) {
+				p.log.Info("upstream refused", "code", st.Code, "reason", st.Description)
+				return
+			}
+		}
+		p.log.Info("upstream lost, reconnecting", "err", err, "in", backoff)
+		if playing {
+			backoff = p.u.cfg.BackoffMin
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return
+		}
+		backoff = min(2*backoff, p.u.cfg.BackoffMax)
+		p.u.mu.Lock()
+		url = p.u.url
+		p.u.mu.Unlock()
+	}
+}
+
+// lingerWatch ends the pull when no local subscriber has been there for Linger.
+func (p *pull) lingerWatch(ctx context.Context) {
+	tick := time.NewTicker(min(time.Second, p.u.cfg.Linger/4+time.Millisecond))
+	defer tick.Stop()
+	var idleSince time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			p.u.mu.Lock()
+			hold := p.hold
+			p.u.mu.Unlock()
+			if hold || p.hub.SubscriberCount() > 0 {
+				idleSince = time.Time{}
+				continue
+			}
+			if idleSince.IsZero() {
+				idleSince = now
+			} else if now.Sub(idleSince) >= p.u.cfg.Linger {
+				p.log.Info("no viewers left, closing upstream", "linger", p.u.cfg.Linger)
+				p.cancel()
+				return
+			}
+		}
+	}
+}
+
+// once plays the stream from upstream until the connection ends. It
+// reports whether playback started.
+func (p *pull) once(ctx context.Context, url rtmp.URL, onStart func()) (bool, error) {
+	cfg := p.u.cfg.Conn
+	cfg.ConnectProps = map[string]any{RelayMarker: p.u.cfg.RelayID}
+	url.App, url.Name, url.Query = p.app, p.name, p.query
+	cc, err := rtmp.Dial(ctx, url, cfg, p.log)
+	if err != nil {
+		return false, err
+	}
+	defer cc.Close(nil)
+	stop := context.AfterFunc(ctx, func() { cc.Close(context.Canceled) })
+	defer stop()
+	if _, err := cc.Play(ctx, p.name); err != nil {
+		return false, err
+	}
+	onStart()
+	p.log.Info("pulling from upstream", "upstream", url.Host)
+	cc.SetReadTimeout(0)
+	addr := url.Host
+	for {
+		m, err := cc.ReadMessage()
+		if err != nil {
+			return true, err
+		}
+		switch m.Type {
+		case rtmp.TypeAudio, rtmp.TypeVideo, rtmp.TypeDataAMF0:
+			kind := av.KindAudio
+			if m.Type == rtmp.TypeVideo {
+				kind = av.KindVideo
+			} else if m.Type == rtmp.TypeDataAMF0 {
+				kind = av.KindData
+				if playOnlyData(m.Payload) {
+					continue
+				}
+			}
+			if !p.hub.Live() {
+				p.hub.Begin(hub.PublisherInfo{Addr: addr, ID: "upstream"})
+				// A silent live upstream is a dead one.
+				cc.SetReadTimeout(20 * time.Second)
+			}
+			p.hub.Write(kind, m.Timestamp, m.Payload)
+		case rtmp.TypeCommandAMF0:
+			cmd, err := rtmp.ParseCommand(m)
+			if err != nil || cmd.Name != "onStatus" {
+				continue
+			}
+			st := rtmp.StatusOf(cmd)
+			switch st.Code {
+			case rtmp.CodePlayUnpublishNotify, rtmp.CodePlayStop:
+				if p.hub.Live() {
+					p.hub.End()
+				}
+				cc.SetReadTimeout(0)
+			case rtmp.CodePlayStreamNotFound, rtmp.CodePlayFailed, rtmp.CodePlayInsufficientBW:
+				return true, st
+			}
+		}
+	}
+}
+
+// playOnlyData reports data messages an upstream sends to each player, not
+// part of the stream (|RtmpSampleAccess, NetStream.Data.Start).
+func playOnlyData(p []byte) bool {
+	switch av.DataName(p) {
+	case "|RtmpSampleAccess":
+		return true
+	case "onStatus":
+		vs, err := amf.Decode(p)
+		if err == nil && len(vs) > 1 {
+			if o, ok := amf.Object(vs[1]); ok {
+				code, _ := o["code"].(string)
+				return code == "NetStream.Data.Start"
+			}
+		}
+	}
+	return false
+}
