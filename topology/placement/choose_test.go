@@ -1,0 +1,364 @@
+package placement
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relaymesh/relaymesh/topology/graph"
+)
+
+// line graph: V —1— A —1— B —1— C, D isolated; primary at C.
+func lineMesh(t testing.TB, servers ...graph.Server) (*Mesh, func(string) graph.VertexID, func(string) ServerID) {
+	t.Helper()
+	var b graph.Builder
+	for _, id := range []string{"V", "A", "B", "C", "D"} {
+		b.AddLocation(graph.Location{ID: id})
+	}
+	b.AddLink(graph.Link{From: "V", To: "A", Cost: 1, Symmetric: true})
+	b.AddLink(graph.Link{From: "A", To: "B", Cost: 1, Symmetric: true})
+	b.AddLink(graph.Link{From: "B", To: "C", Cost: 1, Symmetric: true})
+	b.AddServer(graph.Server{ID: "p", Location: "C", Role: graph.RolePrimary, CapacityViewers: 1000})
+	for _, s := range servers {
+		b.AddServer(s)
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(g, Config{})
+	return m, func(id string) graph.VertexID { v, _ := g.Vertex(id); return v },
+		func(id string) ServerID { s, _ := m.ServerByID(id); return s }
+}
+
+func TestChooseByHand(t *testing.T) {
+	m, vx, sv := lineMesh(t,
+		graph.Server{ID: "a", Location: "A", CapacityViewers: 2},
+		graph.Server{ID: "b", Location: "B", CapacityViewers: 10},
+		graph.Server{ID: "r", Location: "A", Role: graph.RoleReserve, CapacityViewers: 10},
+		graph.Server{ID: "d", Location: "D", CapacityViewers: 10},
+	)
+	s, _ := m.AddStream("live", 0)
+	r := rand.New(rand.NewPCG(1, 1))
+	check := func(name string, got Result, server string, dist float32, reason Reason) {
+		t.Helper()
+		want := NoServer
+		if server != "" {
+			want = sv(server)
+		}
+		if got.Server != want || (server != "" && got.Dist != dist) || got.Reason != reason {
+			t.Errorf("%s: got %+v (%v), want server %q dist %v reason %v", name, got, got.Reason, server, dist, reason)
+		}
+	}
+	check("only the primary", m.Choose(vx("V"), s, r), "p", 3, ReasonNearest)
+	m.Open(sv("b"), s)
+	check("b at 2", m.Choose(vx("V"), s, r), "b", 2, ReasonNearest)
+	m.Open(sv("a"), s)
+	m.Open(sv("r"), s)
+	check("a at 1", m.Choose(vx("V"), s, r), "a", 1, ReasonNearest)
+	m.AddViewers(sv("a"), s, 2)
+	check("a full: b", m.Choose(vx("V"), s, r), "b", 2, ReasonNearest)
+	m.SetLoad(sv("a"), 0, 0)
+	m.SetPredicted(sv("a"), 2)
+	check("a predicted full: b", m.Choose(vx("V"), s, r), "b", 2, ReasonNearest)
+	m.SetPredicted(sv("a"), 0)
+	m.SetDraining(sv("a"), true)
+	check("a draining: b", m.Choose(vx("V"), s, r), "b", 2, ReasonNearest)
+	m.SetDraining(sv("a"), false)
+	m.SetUp(sv("b"), false)
+	m.SetLoad(sv("a"), 2, 0)
+	check("a full, b down: primary", m.Choose(vx("V"), s, r), "p", 3, ReasonNearest)
+	m.SetLoad(sv("p"), 1000, 0)
+	check("all regular full: reserve", m.Choose(vx("V"), s, r), "r", 1, ReasonReserve)
+	m.SetLoad(sv("r"), 10, 0)
+	check("everything full", m.Choose(vx("V"), s, r), "", 0, ReasonFull)
+	m.SetLoad(sv("p"), 0, 0)
+	m.Open(sv("d"), s)
+	check("from D only d is reachable", m.Choose(vx("D"), s, r), "d", 0, ReasonNearest)
+	m.Close(sv("d"), s)
+	check("from D nothing reachable: primary", m.Choose(vx("D"), s, r), "p", float32(math.Inf(1)), ReasonUnreachable)
+	check("unknown stream: primary", m.Choose(vx("V"), 42, r), "p", float32(math.Inf(1)), ReasonUnknown)
+	check("unknown vertex: primary", m.Choose(-5, s, r), "p", float32(math.Inf(1)), ReasonUnknown)
+	if m.Carries(sv("d"), s) || !m.Carries(sv("p"), s) || !m.Carries(sv("a"), s) {
+		t.Error("Carries")
+	}
+}
+
+func TestBandwidthCapacity(t *testing.T) {
+	m, vx, sv := lineMesh(t, graph.Server{ID: "a", Location: "A", CapacityMbps: 10})
+	s, _ := m.AddStream("hd", 4)
+	m.Open(sv("a"), s)
+	r := rand.New(rand.NewPCG(1, 1))
+	for i := range 2 {
+		if got := m.Choose(vx("V"), s, r); got.Server != sv("a") {
+			t.Fatalf("viewer %d: %+v", i, got)
+		}
+		m.AddViewers(sv("a"), s, 1)
+	}
+	if _, mbps := m.Load(sv("a")); mbps != 8 {
+		t.Fatalf("mbps = %v", mbps)
+	}
+	if got := m.Choose(vx("V"), s, r); got.Server != sv("p") { // 8 + 4 > 10
+		t.Fatalf("third viewer: %+v", got)
+	}
+}
+
+// Weighted ties: three servers at A with weights 1, 3 and 2, the last one
+// half full. Expected shares: 1 : 3 : 2×0.5 = 0.2, 0.6, 0.2.
+func TestWeightedTieBreaking(t *testing.T) {
+	m, vx, sv := lineMesh(t,
+		graph.Server{ID: "w1", Location: "A", CapacityViewers: 1000, Weight: 1},
+		graph.Server{ID: "w3", Location: "A", CapacityViewers: 1000, Weight: 3},
+		graph.Server{ID: "h2", Location: "A", CapacityViewers: 1000, Weight: 2},
+	)
+	s, _ := m.AddStream("live", 0)
+	for _, id := range []string{"w1", "w3", "h2"} {
+		m.Open(sv(id), s)
+	}
+	m.SetLoad(sv("h2"), 500, 0)
+	r := rand.New(rand.NewPCG(7, 7))
+	const n = 100_000
+	counts := map[ServerID]int{}
+	for range n {
+		res := m.Choose(vx("V"), s, r)
+		if res.Reason != ReasonTie || res.Ties != 3 {
+			t.Fatalf("%+v", res)
+		}
+		counts[res.Server]++
+	}
+	for id, want := range map[string]float64{"w1": 0.2, "w3": 0.6, "h2": 0.2} {
+		got := float64(counts[sv(id)]) / n
+		if math.Abs(got-want) > 0.01 {
+			t.Errorf("%s share = %.4f, want %.2f ± 0.01", id, got, want)
+		}
+	}
+}
+
+// Property: for random loads and carrier sets, a chosen server always has
+// headroom, the choice is at the minimal distance among servers with
+// headroom, and NoServer comes only when no server carrying the stream has
+// headroom.
+func TestPropertyNeverOverCapacity(t *testing.T) {
+	g, err := graph.World()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	var servers []graph.Server
+	for i := range 60 {
+		loc := g.Location(graph.VertexID(r.IntN(g.NumVertices()))).ID
+		role := graph.RoleRelay
+		if i == 0 {
+			role = graph.RolePrimary
+		} else if i%10 == 0 {
+			role = graph.RoleReserve
+		}
+		servers = append(servers, graph.Server{ID: fmt.Sprint("s", i), Location: loc, Role: role, CapacityViewers: 1 + r.IntN(20)})
+	}
+	g, err = g.WithServers(servers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(g, Config{})
+	s, _ := m.AddStream("x", 0)
+	for iter := range 300 {
+		for i := range m.NumServers() {
+			id := ServerID(i)
+			if id != m.Primary() && r.IntN(2) == 0 {
+				m.Open(id, s)
+			} else {
+				m.Close(id, s)
+			}
+			c := int64(m.Server(id).CapacityViewers)
+			m.SetLoad(id, r.Int64N(c+2), 0)
+			m.SetPredicted(id, 0)
+		}
+		v := graph.VertexID(r.IntN(g.NumVertices()))
+		res := m.Choose(v, s, r)
+		headroom := func(id ServerID) bool {
+			n, _ := m.Load(id)
+			return n < int64(m.Server(id).CapacityViewers)
+		}
+		anyFree := headroom(m.Primary())
+		for _, c := range m.Carriers(s) {
+			anyFree = anyFree || headroom(c)
+		}
+		if res.Server == NoServer {
+			if anyFree {
+				t.Fatalf("iter %d: NoServer while a carrier has headroom", iter)
+			}
+			continue
+		}
+		if !headroom(res.Server) {
+			t.Fatalf("iter %d: sent to %s over capacity", iter, m.Server(res.Server).ID)
+		}
+		if res.Reason == ReasonReserve {
+			continue
+		}
+		row := m.Table().Row(v)
+		for _, c := range append([]ServerID{m.Primary()}, m.Carriers(s)...) {
+			if m.Server(c).Role != graph.RoleReserve && headroom(c) && row[m.Table().DestIndex(m.Server(c).Vertex)] < res.Dist*(1-1e-6) {
+				t.Fatalf("iter %d: %s is nearer than the chosen %s", iter, m.Server(c).ID, m.Server(res.Server).ID)
+			}
+		}
+	}
+}
+
+func TestStickyChoice(t *testing.T) {
+	m, vx, sv := lineMesh(t,
+		graph.Server{ID: "a", Location: "A", CapacityViewers: 10, HardViewers: 12},
+		graph.Server{ID: "b", Location: "B", CapacityViewers: 10},
+	)
+	s, _ := m.AddStream("live", 0)
+	m.Open(sv("a"), s)
+	m.Open(sv("b"), s)
+	r := rand.New(rand.NewPCG(1, 1))
+	key := []byte("secret")
+	now := time.Unix(1_700_000_000, 0)
+	tok, err := Sign(key, Claims{Server: "b", Stream: "live", Expires: now.Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Verify(key, tok, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.ChooseSticky(vx("V"), s, c, r); got.Server != sv("b") || got.Reason != ReasonSticky || got.Dist != 2 {
+		t.Fatalf("sticky: %+v", got)
+	}
+	m.SetLoad(sv("b"), 11, 0) // over soft capacity, below hard (12 = default 1.25×10)
+	if got := m.ChooseSticky(vx("V"), s, c, r); got.Server != sv("b") {
+		t.Fatalf("between soft and hard: %+v", got)
+	}
+	m.SetLoad(sv("b"), 12, 0)
+	if got := m.ChooseSticky(vx("V"), s, c, r); got.Server != sv("a") || got.Reason != ReasonNearest {
+		t.Fatalf("over hard limit: %+v", got)
+	}
+	m.SetLoad(sv("b"), 0, 0)
+	m.SetDraining(sv("b"), true)
+	if got := m.ChooseSticky(vx("V"), s, c, r); got.Server != sv("a") {
+		t.Fatalf("draining: %+v", got)
+	}
+	m.SetDraining(sv("b"), false)
+	m.Close(sv("b"), s)
+	if got := m.ChooseSticky(vx("V"), s, c, r); got.Server != sv("a") {
+		t.Fatalf("closed: %+v", got)
+	}
+	other, _ := m.AddStream("other", 0)
+	if got := m.ChooseSticky(vx("V"), other, c, r); got.Reason == ReasonSticky {
+		t.Fatalf("token for another stream kept: %+v", got)
+	}
+}
+
+func TestSetGraphKeepsState(t *testing.T) {
+	m, _, sv := lineMesh(t, graph.Server{ID: "a", Location: "A", CapacityViewers: 10})
+	s, _ := m.AddStream("live", 1)
+	m.Open(sv("a"), s)
+	m.AddViewers(sv("a"), s, 3)
+	g2, err := m.Graph().WithServers(graph.Server{ID: "z", Location: "B"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SetGraph(g2)
+	if n, mbps := m.Load(sv("a")); n != 3 || mbps != 3 || !m.Carries(sv("a"), s) || m.NumServers() != 3 {
+		t.Fatalf("state lost: %d %v", n, mbps)
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	g, err := graph.DevWorld()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(g, Config{})
+	s, _ := m.AddStream("live", 2)
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for i := range 20_000 {
+				res := m.Choose(graph.VertexID(i%g.NumVertices()), s, r)
+				if res.Server != NoServer {
+					m.AddViewers(res.Server, s, 1)
+					m.AddViewers(res.Server, s, -1)
+				}
+			}
+		}()
+	}
+	for i := range 2000 {
+		id := ServerID(1 + i%4)
+		m.Open(id, s)
+		m.SetLoad(id, int64(i%100), 0)
+		m.Close(id, s)
+	}
+	wg.Wait()
+}
+
+func TestTokens(t *testing.T) {
+	key := []byte("k")
+	now := time.Unix(1_700_000_000, 0)
+	tok, _ := Sign(key, Claims{Server: "relay-eu", Stream: "s", Expires: now.Add(time.Second)})
+	if _, err := Verify(key, tok, now.Add(time.Second)); err != ErrTokenExpired {
+		t.Errorf("expired: %v", err)
+	}
+	if _, err := Verify([]byte("other"), tok, now); err != ErrTokenSignature {
+		t.Errorf("wrong key: %v", err)
+	}
+	b := []byte(tok)
+	b[5] ^= 1
+	if _, err := Verify(key, string(b), now); err == nil {
+		t.Error("tampered token accepted")
+	}
+	if _, err := Verify(key, "!!!", now); err != ErrTokenMalformed {
+		t.Errorf("garbage: %v", err)
+	}
+	long := make([]byte, 300)
+	if _, err := Sign(key, Claims{Server: string(long)}); err == nil {
+		t.Error("long server accepted")
+	}
+}
+
+func BenchmarkChoose(b *testing.B) {
+	g, err := graph.World()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var servers []graph.Server
+	servers = append(servers, graph.Server{ID: "p", Location: "eu", Role: graph.RolePrimary, CapacityViewers: 1 << 30})
+	for i := range 50 { // 50 relays carrying the stream in 25 countries
+		loc := g.Location(graph.VertexID(6 + (i*7)%(g.NumVertices()-6))).ID
+		servers = append(servers, graph.Server{ID: fmt.Sprint("r", i), Location: loc, CapacityViewers: 1 << 30})
+	}
+	g, _ = g.WithServers(servers...)
+	m := New(g, Config{})
+	s, _ := m.AddStream("live", 2.5)
+	for i := 1; i <= 50; i++ {
+		m.Open(ServerID(i), s)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	n := graph.VertexID(g.NumVertices())
+	b.ReportAllocs()
+	i := graph.VertexID(0)
+	for b.Loop() {
+		res := m.Choose(i%n, s, r)
+		m.AddViewers(res.Server, s, 1)
+		i++
+	}
+}
+
+func BenchmarkVerify(b *testing.B) {
+	key := []byte("secret")
+	now := time.Unix(1_700_000_000, 0)
+	tok, _ := Sign(key, Claims{Server: "relay-eu-17", Stream: "match-of-the-day", Expires: now.Add(time.Hour)})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Verify(key, tok, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
