@@ -1,0 +1,159 @@
+package demand
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/relaymesh/relaymesh/topology/distance"
+	"github.com/relaymesh/relaymesh/topology/graph"
+)
+
+// V —1— A —3— B, P (the primary) —10— A, I isolated.
+func setup(t testing.TB, cfg Config) (*Tracker, func(string) graph.VertexID) {
+	t.Helper()
+	var b graph.Builder
+	for _, id := range []string{"V", "A", "B", "P", "I"} {
+		b.AddLocation(graph.Location{ID: id})
+	}
+	b.AddLink(graph.Link{From: "V", To: "A", Cost: 1, Symmetric: true})
+	b.AddLink(graph.Link{From: "A", To: "B", Cost: 3, Symmetric: true})
+	b.AddLink(graph.Link{From: "P", To: "A", Cost: 10, Symmetric: true})
+	b.AddServer(graph.Server{ID: "p", Location: "P", Role: graph.RolePrimary})
+	for _, l := range []string{"A", "B", "I"} {
+		b.AddServer(graph.Server{ID: "r" + l, Location: l})
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := New(cfg, g, distance.Build(g, distance.ServerLocations(g)))
+	return tr, func(id string) graph.VertexID { v, _ := g.Vertex(id); return v }
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestAccumulationAndDecay(t *testing.T) {
+	tr, v := setup(t, Config{K: 1, Threshold: 100, HalfLife: 10 * time.Second, Floor: 1})
+	t0 := time.Unix(1000, 0)
+	tr.Observe(t0, 0, v("V"), nil)
+	for loc, want := range map[string]float64{"A": 1, "B": 0.25, "I": 0, "P": 0} {
+		if got := tr.Bonus(t0, 0, v(loc)); !near(got, want) {
+			t.Errorf("after one request: bonus at %s = %v, want %v", loc, got, want)
+		}
+	}
+	t1 := t0.Add(10 * time.Second) // one half-life
+	if got := tr.Bonus(t1, 0, v("A")); !near(got, 0.5) {
+		t.Errorf("decayed bonus at A = %v, want 0.5", got)
+	}
+	tr.Observe(t1, 0, v("V"), nil)
+	if got := tr.Bonus(t1, 0, v("A")); !near(got, 1.5) {
+		t.Errorf("bonus at A = %v, want 0.5 + 1", got)
+	}
+	if got := tr.Bonus(t1, 0, v("B")); !near(got, 0.375) {
+		t.Errorf("bonus at B = %v, want 0.125 + 0.25", got)
+	}
+	if got := tr.Bonus(t1.Add(20*time.Second), 0, v("B")); !near(got, 0.375/4) {
+		t.Errorf("two half-lives later: %v", got)
+	}
+	// Floor: a viewer at A itself adds K/Floor = 1, and 1/3 at B.
+	tr.Observe(t0, 1, v("A"), nil)
+	if a, b := tr.Bonus(t0, 1, v("A")), tr.Bonus(t0, 1, v("B")); !near(a, 1) || !near(b, 1.0/3) {
+		t.Errorf("floor: A %v B %v", a, b)
+	}
+}
+
+func TestThresholdCrossing(t *testing.T) {
+	tr, v := setup(t, Config{K: 1, Threshold: 10, HalfLife: time.Hour, Floor: 1})
+	t0 := time.Unix(1000, 0)
+	var ds []Decision
+	for i := range 9 {
+		if ds = tr.Observe(t0, 2, v("V"), ds[:0]); len(ds) != 0 {
+			t.Fatalf("request %d: early decision %v", i+1, ds)
+		}
+	}
+	ds = tr.Observe(t0, 2, v("V"), ds[:0])
+	if len(ds) != 1 || ds[0].Location != v("A") || ds[0].Stream != 2 || !near(ds[0].Bonus, 10) {
+		t.Fatalf("10th request: %+v", ds)
+	}
+	if ds[0].Reason == "" {
+		t.Error("decision without a reason")
+	}
+	if got := tr.Bonus(t0, 2, v("A")); got != 0 {
+		t.Errorf("bonus not reset: %v", got)
+	}
+	// A is now hosted: it gathers nothing; B keeps going (11 × 0.25).
+	tr.Observe(t0, 2, v("V"), nil)
+	if a, b := tr.Bonus(t0, 2, v("A")), tr.Bonus(t0, 2, v("B")); a != 0 || !near(b, 2.75) {
+		t.Errorf("after opening: A %v B %v", a, b)
+	}
+	// The relay failed to open: A gathers again from zero.
+	tr.SetHosted(2, v("A"), false)
+	tr.Observe(t0, 2, v("V"), nil)
+	if a := tr.Bonus(t0, 2, v("A")); !near(a, 1) {
+		t.Errorf("after SetHosted(false): %v", a)
+	}
+}
+
+func TestCapsAndUnreachable(t *testing.T) {
+	tr, v := setup(t, Config{K: 1, Threshold: 1, Caps: map[string]int{"A": 1}})
+	t0 := time.Unix(1000, 0)
+	tr.SetHosted(3, v("A"), true) // A's one slot is taken by stream 3
+	ds := tr.Observe(t0, 4, v("V"), nil)
+	for _, d := range ds {
+		if d.Location == v("A") || d.Location == v("I") || d.Location == v("P") {
+			t.Fatalf("decision at a capped, unreachable or primary location: %v", d)
+		}
+	}
+	if got := tr.Bonus(t0, 4, v("A")); got != 0 {
+		t.Errorf("capped location gathered %v", got)
+	}
+	tr.Forget(3)
+	if ds := tr.Observe(t0, 4, v("V"), nil); len(ds) != 1 || ds[0].Location != v("A") {
+		t.Fatalf("after Forget: %v", ds)
+	}
+}
+
+// Property: no decision is ever made for a location unreachable from the
+// requesting viewer.
+func TestNoDecisionAtInfiniteDistance(t *testing.T) {
+	tr, v := setup(t, Config{K: 1, Threshold: 0.01})
+	t0 := time.Unix(1000, 0)
+	for s := range 50 {
+		for _, from := range []string{"V", "A", "B", "P"} {
+			for _, d := range tr.Observe(t0, s, v(from), nil) {
+				if d.Location == v("I") {
+					t.Fatalf("opened at unreachable I: %v", d)
+				}
+			}
+		}
+	}
+	// From I itself only I is reachable.
+	ds := tr.Observe(t0, 99, v("I"), nil)
+	if len(ds) != 1 || ds[0].Location != v("I") {
+		t.Fatalf("from I: %v", ds)
+	}
+}
+
+func BenchmarkObserve(b *testing.B) {
+	g, err := graph.World()
+	if err != nil {
+		b.Fatal(err)
+	}
+	servers := []graph.Server{{ID: "p", Location: "eu", Role: graph.RolePrimary}}
+	for i := range 50 {
+		servers = append(servers, graph.Server{ID: fmt.Sprint("r", i), Location: g.Location(graph.VertexID(6 + i*4)).ID})
+	}
+	g, _ = g.WithServers(servers...)
+	tr := New(Config{Threshold: 1e12}, g, distance.Build(g, distance.ServerLocations(g)))
+	now := time.Unix(0, 0)
+	n := graph.VertexID(g.NumVertices())
+	var ds []Decision
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		ds = tr.Observe(now.Add(time.Duration(i)*time.Millisecond), i%8, graph.VertexID(i)%n, ds[:0])
+		i++
+	}
+}
