@@ -93,7 +93,7 @@ func readBounded(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: not a regular file", ErrInvalidDatabase)
+		return nil, fmt.Errorf("not a regular file")
 	}
 	if st.Size() > limit {
 		return nil, fmt.Errorf("%w (%d bytes, limit %d)", ErrTooLarge, st.Size(), limit)

@@ -245,7 +245,6 @@ func TestOpenErrors(t *testing.T) {
 		want error
 	}{
 		{filepath.Join(dir, "missing.mmdb"), OpenOptions{}, fs.ErrNotExist},
-		{dir, OpenOptions{}, ErrInvalidDatabase},
 		{empty, OpenOptions{}, ErrInvalidDatabase},
 		{garbage, OpenOptions{}, ErrInvalidDatabase},
 		{garbage, OpenOptions{MaxSize: 100}, ErrTooLarge},
@@ -257,6 +256,9 @@ func TestOpenErrors(t *testing.T) {
 		} else if !strings.Contains(err.Error(), c.path) {
 			t.Errorf("error does not name the file: %v", err)
 		}
+	}
+	if _, err := Open(dir, OpenOptions{}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("Open(directory): %v", err)
 	}
 	if _, err := OpenBytes(make([]byte, 200), "x", OpenOptions{MaxSize: 100}); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("OpenBytes over the limit: %v", err)

@@ -11,8 +11,8 @@ var (
 	// ErrWrongDatabaseType means the file is a MaxMind database of a kind
 	// that has no location data (ASN, anonymous IP, connection type…).
 	ErrWrongDatabaseType = errors.New("database has no location data (want a City or Country database)")
-	// ErrTooLarge means the file is larger than the configured limit.
-	ErrTooLarge = errors.New("database file too large")
+	// ErrTooLarge means a file is larger than the configured limit.
+	ErrTooLarge = errors.New("file too large")
 	// ErrInvalidAddress means the address given to Lookup is the zero netip.Addr.
 	ErrInvalidAddress = errors.New("invalid IP address")
 )

@@ -91,3 +91,17 @@ func ParseGraphRules(data []byte) ([]Rule, error) {
 	}
 	return rules, nil
 }
+
+// LoadGraphRules reads a graph file of at most MaxGraphFileSize bytes and
+// parses its rules (see ParseGraphRules).
+func LoadGraphRules(path string) ([]Rule, error) {
+	data, err := readBounded(path, MaxGraphFileSize)
+	if err != nil {
+		return nil, fmt.Errorf("geo: graph file %s: %w", path, err)
+	}
+	rules, err := ParseGraphRules(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, path)
+	}
+	return rules, nil
+}

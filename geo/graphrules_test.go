@@ -1,6 +1,10 @@
 package geo
 
 import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -76,6 +80,28 @@ func TestParseGraphRulesErrors(t *testing.T) {
 			}
 			t.Errorf("%q: err = %v, want it to mention %q", name, err, c.want)
 		}
+	}
+}
+
+func TestLoadGraphRules(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "graph.yaml")
+	if err := os.WriteFile(path, []byte(sampleGraph), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rules, err := LoadGraphRules(path)
+	if err != nil || len(rules) != 6 {
+		t.Fatalf("LoadGraphRules: %d rules, %v", len(rules), err)
+	}
+	if _, err := LoadGraphRules(filepath.Join(dir, "missing.yaml")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("locations:\n  - {name: x}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadGraphRules(bad); err == nil || !strings.Contains(err.Error(), "bad.yaml") || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("bad file: %v", err)
 	}
 }
 
