@@ -65,7 +65,7 @@ type object struct {
 	name       string
 	persistent bool
 	state      *sharedobject.State
-	members    members
+	members    sharedobject.Members
 	dirty      bool // persistent content changed since the last save
 }
 
@@ -121,7 +121,8 @@ func (a *Authority) Disconnect(id sharedobject.ClientID) {
 
 // batch collects the effects of one message on one object.
 type batch struct {
-	obj     *object
+	name    string  // the message's object name
+	obj     *object // nil when the client does not use the object
 	reply   []sharedobject.Event // to the requester
 	others  []sharedobject.Event // to every other member
 	sends   []sharedobject.Event // to every member, the requester included
@@ -142,22 +143,22 @@ func (a *Authority) Handle(id sharedobject.ClientID, m sharedobject.Message) []s
 			return nil // one status per burst of refused messages
 		}
 		c.throttled = true
-		return reply(id, m, sharedobject.StatusEvent(sharedobject.StatusLimitExceeded))
+		return a.emit(reply(id, m, sharedobject.StatusEvent(sharedobject.StatusLimitExceeded)))
 	}
 	c.throttled = false
 	var out []sharedobject.Outgoing
-	b := batch{obj: c.objects[m.Name]}
+	b := batch{name: m.Name, obj: c.objects[m.Name]}
 	for i := range m.Events {
 		e := &m.Events[i]
 		switch e.Type {
 		case sharedobject.EventUse:
 			out = a.finish(c, &b, out)
 			out = a.use(c, m, out)
-			b = batch{obj: c.objects[m.Name]}
+			b = batch{name: m.Name, obj: c.objects[m.Name]}
 		case sharedobject.EventRelease:
 			out = a.finish(c, &b, out)
 			a.release(c, m.Name)
-			b = batch{}
+			b = batch{name: m.Name}
 		case sharedobject.EventRequestChange, sharedobject.EventRequestRemove:
 			if b.obj == nil {
 				b.reply = append(b.reply, sharedobject.StatusEvent(sharedobject.StatusNoWriteAccess))
@@ -175,7 +176,16 @@ func (a *Authority) Handle(id sharedobject.ClientID, m sharedobject.Message) []s
 		}
 	}
 	out = a.finish(c, &b, out)
-	return out
+	return a.emit(out)
+}
+
+// emit hands out to Config.Deliver (under the lock) or returns it.
+func (a *Authority) emit(out []sharedobject.Outgoing) []sharedobject.Outgoing {
+	if a.cfg.Deliver == nil || len(out) == 0 {
+		return out
+	}
+	a.cfg.Deliver(out)
+	return nil
 }
 
 func reply(id sharedobject.ClientID, m sharedobject.Message, evs ...sharedobject.Event) []sharedobject.Outgoing {
@@ -218,7 +228,7 @@ func (a *Authority) use(c *client, m sharedobject.Message, out []sharedobject.Ou
 		if obj.persistent != m.Persistent {
 			return fail(sharedobject.StatusBadPersistence)
 		}
-		obj.members.add(c.id)
+		obj.members.Add(c.id)
 		c.objects[m.Name] = obj
 	} else if obj.persistent != m.Persistent {
 		return fail(sharedobject.StatusBadPersistence)
@@ -255,8 +265,8 @@ func (a *Authority) release(c *client, name string) {
 		return
 	}
 	delete(c.objects, name)
-	obj.members.remove(c.id)
-	if obj.members.len() == 0 && (!obj.persistent || a.cfg.Store == nil) {
+	obj.members.Remove(c.id)
+	if obj.members.Len() == 0 && (!obj.persistent || a.cfg.Store == nil) {
 		delete(obj.scope.objects, name)
 		a.dropIfEmpty(obj.scope)
 	}
@@ -356,14 +366,14 @@ func (a *Authority) send(c *client, b *batch, e *sharedobject.Event) {
 
 // finish bumps the version once for the batch and appends its messages: the
 // reply to the requester, the changes to the other members, then the sent
-// messages to everyone.
+// messages to everyone. c is nil for server-side calls (no reply).
 func (a *Authority) finish(c *client, b *batch, out []sharedobject.Outgoing) []sharedobject.Outgoing {
 	obj := b.obj
 	if obj == nil {
-		if len(b.reply) > 0 {
-			out = append(out, sharedobject.Outgoing{Client: c.id, Message: &sharedobject.Message{Events: b.reply}})
+		if len(b.reply) > 0 && c != nil {
+			out = append(out, sharedobject.Outgoing{Client: c.id, Message: &sharedobject.Message{Name: b.name, Events: b.reply}})
 		}
-		*b = batch{}
+		*b = batch{name: b.name}
 		return out
 	}
 	if b.changed {
@@ -373,24 +383,24 @@ func (a *Authority) finish(c *client, b *batch, out []sharedobject.Outgoing) []s
 	msg := func(evs []sharedobject.Event) *sharedobject.Message {
 		return &sharedobject.Message{Name: obj.name, Version: obj.state.Version, Persistent: obj.persistent, Events: evs}
 	}
-	if len(b.reply) > 0 {
+	if len(b.reply) > 0 && c != nil {
 		out = append(out, sharedobject.Outgoing{Client: c.id, Message: msg(b.reply)})
 	}
 	if len(b.others) > 0 {
-		out = fanout(out, &obj.members, c.id, msg(b.others))
+		out = fanout(out, &obj.members, c, msg(b.others))
 	}
 	if len(b.sends) > 0 {
-		out = fanout(out, &obj.members, 0, msg(b.sends))
+		out = fanout(out, &obj.members, nil, msg(b.sends))
 	}
-	*b = batch{obj: obj}
+	*b = batch{name: b.name, obj: obj}
 	return out
 }
 
-// fanout appends m for every member except skip (0 = nobody skipped).
-func fanout(out []sharedobject.Outgoing, ms *members, skip sharedobject.ClientID, m *sharedobject.Message) []sharedobject.Outgoing {
-	out = growOut(out, ms.len())
-	for _, id := range ms.ids {
-		if id != skip || skip == 0 {
+// fanout appends m for every member except skip (nil = nobody skipped).
+func fanout(out []sharedobject.Outgoing, ms *sharedobject.Members, skip *client, m *sharedobject.Message) []sharedobject.Outgoing {
+	out = growOut(out, ms.Len())
+	for _, id := range ms.IDs {
+		if skip == nil || id != skip.id {
 			out = append(out, sharedobject.Outgoing{Client: id, Message: m})
 		}
 	}
@@ -416,7 +426,7 @@ func (a *Authority) Set(scopeName, name, key string, v any) ([]sharedobject.Outg
 	if obj == nil {
 		return nil, ErrNoObject
 	}
-	b := batch{obj: obj}
+	b := batch{name: name, obj: obj}
 	if sharedobject.IsDelete(v) {
 		if obj.state.Delete(key) {
 			b.others = append(b.others, sharedobject.Event{Type: sharedobject.EventRemove, Key: key})
@@ -437,7 +447,7 @@ func (a *Authority) Set(scopeName, name, key string, v any) ([]sharedobject.Outg
 		b.others = append(b.others, sharedobject.Event{Type: sharedobject.EventChange, Key: key, Value: v})
 		b.changed = true
 	}
-	return a.finish(&client{}, &b, nil), nil
+	return a.emit(a.finish(nil, &b, nil)), nil
 }
 
 // Send delivers a SendMessage from server-side code to every member.
@@ -448,8 +458,8 @@ func (a *Authority) Send(scopeName, name, handler string, args ...any) ([]shared
 	if obj == nil {
 		return nil, ErrNoObject
 	}
-	b := batch{obj: obj, sends: []sharedobject.Event{{Type: sharedobject.EventSendMessage, Handler: handler, Args: args}}}
-	return a.finish(&client{}, &b, nil), nil
+	b := batch{name: name, obj: obj, sends: []sharedobject.Event{{Type: sharedobject.EventSendMessage, Handler: handler, Args: args}}}
+	return a.emit(a.finish(nil, &b, nil)), nil
 }
 
 // Get returns a slot's value and the object's version, for server-side code.
@@ -462,6 +472,18 @@ func (a *Authority) Get(scopeName, name, key string) (v any, version uint32, ok 
 	}
 	v, ok = obj.state.Get(key)
 	return v, obj.state.Version, ok
+}
+
+// Snapshot returns a copy of an object's slots and its version, if the
+// object is in memory.
+func (a *Authority) Snapshot(scopeName, name string) (Snapshot, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	obj := a.lookup(scopeName, name)
+	if obj == nil {
+		return Snapshot{}, false
+	}
+	return Snapshot{Version: obj.state.Version, Slots: obj.state.Snapshot()}, true
 }
 
 func (a *Authority) lookup(scopeName, name string) *object {
@@ -510,7 +532,7 @@ func (a *Authority) Flush() error {
 	}
 	for _, sc := range a.scopes {
 		for name, obj := range sc.objects {
-			if obj.members.len() == 0 && !obj.dirty {
+			if obj.members.Len() == 0 && !obj.dirty {
 				delete(sc.objects, name)
 			}
 		}

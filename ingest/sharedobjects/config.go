@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/relaymesh/relaymesh/internal/sharedobject"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/access"
 )
 
@@ -58,6 +59,14 @@ type Config struct {
 	Logger *slog.Logger // default slog.Default()
 	// Now is the clock of the rate limiters; default time.Now.
 	Now func() time.Time
+	// Deliver, when set, receives the messages of every call while the
+	// authority's lock is held, so that each connection gets them in the
+	// order they were produced even when calls run concurrently; the calls
+	// then return nil. It must not block or call back into the Authority
+	// (enqueue into the connection's bounded queue; close the connection
+	// when it is full). Without Deliver, callers must preserve that order
+	// themselves, e.g. by calling from a single goroutine.
+	Deliver func([]sharedobject.Outgoing)
 }
 
 func (c Config) withDefaults() Config {
