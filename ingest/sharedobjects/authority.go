@@ -121,8 +121,8 @@ func (a *Authority) Disconnect(id sharedobject.ClientID) {
 
 // batch collects the effects of one message on one object.
 type batch struct {
-	name    string  // the message's object name
-	obj     *object // nil when the client does not use the object
+	name    string               // the message's object name
+	obj     *object              // nil when the client does not use the object
 	reply   []sharedobject.Event // to the requester
 	others  []sharedobject.Event // to every other member
 	sends   []sharedobject.Event // to every member, the requester included

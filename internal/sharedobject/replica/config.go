@@ -46,7 +46,7 @@ type Config struct {
 	Scope  string       // the application scope ("app/instance") this proxy serves
 	Rules  access.Rules // the same rules as the primary's, applied to local clients
 	Limits Limits
-	Logger *slog.Logger      // default slog.Default()
+	Logger *slog.Logger     // default slog.Default()
 	Now    func() time.Time // clock of the rate limiters; default time.Now
 
 	// Deliver and Upstream, when set, receive the messages for local clients
