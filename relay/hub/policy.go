@@ -50,18 +50,23 @@ func (s *Subscriber) offer(f *av.Frame) (wake bool, fail error) {
 		return s.push(f), nil
 	}
 	lv := s.level(f)
-	if f.Kind == av.KindAudio {
-		if lv >= levelFull {
-			s.dropped.Audio++
-			if !s.droppingAudio {
-				s.droppingAudio = true
-				s.audioDropSince = f.Timestamp
-			} else if d := int32(f.Timestamp - s.audioDropSince); int64(d) >= s.timeoutMS {
-				return false, ErrTooSlow
-			}
-			return false, nil
+	if lv >= levelFull {
+		// Everything droppable goes. A viewer that stays this far behind for
+		// SlowViewerTimeout of media time (in practice: keeps losing audio)
+		// is closed.
+		s.countDrop(f)
+		if !s.starving {
+			s.starving = true
+			s.starvingSince = f.Timestamp
+		} else if d := int32(f.Timestamp - s.starvingSince); int64(d) >= s.timeoutMS {
+			return false, ErrTooSlow
 		}
-		s.droppingAudio = false
+		if f.Kind == av.KindVideo && !f.Disposable {
+			s.waitKey = true
+		}
+		return false, nil
+	}
+	if f.Kind == av.KindAudio {
 		return s.push(f), nil
 	}
 	// Video.
@@ -105,6 +110,9 @@ func (s *Subscriber) offerLossless(f *av.Frame) (bool, error) {
 
 // push queues f (the queue has room) and reports whether it was empty.
 func (s *Subscriber) push(f *av.Frame) bool {
+	if f.Droppable() {
+		s.starving = false
+	}
 	s.q.push(f, false)
 	return s.q.n == 1
 }
