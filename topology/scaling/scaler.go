@@ -1,0 +1,490 @@
+// Package scaling keeps enough relays per stream and region that relay
+// load stays normal: it adds relays while the predicted load per relay is
+// above a high watermark, drains one after the load has stayed below a low
+// watermark for a hold time (never a relay younger than a minimum
+// lifetime), overflows to a reserve pool when a location is full, and
+// places a stream on a location's servers by jump consistent hash. Every
+// decision carries a human-readable reason.
+package scaling
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/relaymesh/relaymesh/topology/graph"
+	"github.com/relaymesh/relaymesh/topology/jumphash"
+)
+
+// Config holds the scaling parameters. Zero fields take the defaults.
+type Config struct {
+	// High is the load per relay, as a fraction of its viewer capacity,
+	// above which relays are added. Default 0.8.
+	High float64
+	// Low is the fraction below which, held for Hold, one relay is
+	// drained. Default 0.3.
+	Low float64
+	// Hold is how long the load must stay below Low before a drain, and
+	// the pause between two drains of a group. Default 60 s.
+	Hold time.Duration
+	// MinLifetime: no relay is drained before this age. Default 3 min.
+	MinLifetime time.Duration
+	// Horizon is how far ahead load is predicted. Default 15 s (relay
+	// start-up time plus a sample interval or two).
+	Horizon time.Duration
+	// Window is the number of samples the predictor fits. Default 6.
+	Window int
+	// DrainTimeout closes a draining relay even if viewers remain.
+	// Default 30 s.
+	DrainTimeout time.Duration
+	// MaxOpenPerStep bounds the relays one group opens per evaluation.
+	// Default 64.
+	MaxOpenPerStep int
+}
+
+func (c *Config) defaults() {
+	if c.High <= 0 {
+		c.High = 0.8
+	}
+	if c.Low <= 0 {
+		c.Low = 0.3
+	}
+	if c.Hold <= 0 {
+		c.Hold = time.Minute
+	}
+	if c.MinLifetime <= 0 {
+		c.MinLifetime = 3 * time.Minute
+	}
+	if c.Horizon <= 0 {
+		c.Horizon = 15 * time.Second
+	}
+	if c.Window <= 0 {
+		c.Window = 6
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 30 * time.Second
+	}
+	if c.MaxOpenPerStep <= 0 {
+		c.MaxOpenPerStep = 64
+	}
+}
+
+// Action is what a decision asks for.
+type Action uint8
+
+// Actions.
+const (
+	ActionOpen  Action = iota + 1 // start a relay of Stream on Server
+	ActionDrain                   // stop sending viewers to it; move its viewers away
+	ActionClose                   // stop the relay
+)
+
+func (a Action) String() string {
+	switch a {
+	case ActionOpen:
+		return "open"
+	case ActionDrain:
+		return "drain"
+	case ActionClose:
+		return "close"
+	}
+	return "none"
+}
+
+// Decision is one scaling step for the orchestrator to carry out.
+type Decision struct {
+	Action   Action
+	Server   int // index in the graph's Servers
+	Stream   int
+	Location graph.VertexID
+	Reason   string
+}
+
+func (d Decision) String() string { return d.Action.String() + ": " + d.Reason }
+
+// Sample is a relay's report: viewers of one stream on one server.
+type Sample struct {
+	Server  int
+	Stream  int
+	Viewers float64
+}
+
+type relayState uint8
+
+const (
+	starting relayState = iota
+	ready
+	draining
+)
+
+type relay struct {
+	server, stream int
+	state          relayState
+	opened         time.Time
+	drainAt        time.Time
+	viewers        float64
+}
+
+type groupKey struct {
+	stream int
+	region graph.VertexID
+}
+
+type group struct {
+	key        groupKey
+	pred       *Predictor
+	belowSince time.Time
+	relays     []*relay
+}
+
+// Scaler owns the set of relays and decides when to add and remove them.
+// It is not safe for concurrent use; the orchestrator owns it.
+type Scaler struct {
+	cfg        Config
+	g          *graph.Graph
+	pools      []jumphash.Pool // per vertex: relay servers there
+	reserve    map[graph.VertexID]*jumphash.Pool
+	reserveAll jumphash.Pool
+	regionLocs map[graph.VertexID][]graph.VertexID
+	capacity   []float64
+	down       []bool
+	relays     map[[2]int]*relay
+	groups     map[groupKey]*group
+	order      []*group // groups in creation order, for deterministic output
+	names      map[int]string
+	srvLoad    []float64
+	srvPred    []*Predictor
+	srvSeen    []bool
+}
+
+// New returns a scaler for the servers of g.
+func New(cfg Config, g *graph.Graph) *Scaler {
+	cfg.defaults()
+	n := len(g.Servers())
+	s := &Scaler{
+		cfg: cfg, g: g,
+		pools:      make([]jumphash.Pool, g.NumVertices()),
+		reserve:    map[graph.VertexID]*jumphash.Pool{},
+		regionLocs: map[graph.VertexID][]graph.VertexID{},
+		capacity:   make([]float64, n),
+		down:       make([]bool, n),
+		relays:     map[[2]int]*relay{},
+		groups:     map[groupKey]*group{},
+		names:      map[int]string{},
+		srvLoad:    make([]float64, n),
+		srvPred:    make([]*Predictor, n),
+		srvSeen:    make([]bool, n),
+	}
+	for i, sv := range g.Servers() {
+		s.capacity[i] = float64(sv.CapacityViewers)
+		if sv.CapacityViewers == 0 {
+			s.capacity[i] = math.Inf(1)
+		}
+		s.srvPred[i] = NewPredictor(cfg.Window)
+		switch sv.Role {
+		case graph.RoleRelay:
+			if s.pools[sv.Vertex].Len() == 0 {
+				r := g.Region(sv.Vertex)
+				s.regionLocs[r] = append(s.regionLocs[r], sv.Vertex)
+			}
+			s.pools[sv.Vertex].Add(i)
+		case graph.RoleReserve:
+			r := g.Region(sv.Vertex)
+			if s.reserve[r] == nil {
+				s.reserve[r] = &jumphash.Pool{}
+			}
+			s.reserve[r].Add(i)
+			s.reserveAll.Add(i)
+		}
+	}
+	return s
+}
+
+// SetStreamName gives stream id a name, used as its hash key and in
+// reasons. Unnamed streams are keyed by their number.
+func (s *Scaler) SetStreamName(id int, name string) { s.names[id] = name }
+
+func (s *Scaler) name(id int) string {
+	if n, ok := s.names[id]; ok {
+		return n
+	}
+	return fmt.Sprint("#", id)
+}
+
+func (s *Scaler) locID(v graph.VertexID) string { return s.g.Location(v).ID }
+
+// SetDown marks a server gone (its relays are forgotten) or back.
+func (s *Scaler) SetDown(server int, down bool) {
+	s.down[server] = down
+	if down {
+		for k, r := range s.relays {
+			if r.server == server {
+				s.remove(k)
+			}
+		}
+	}
+}
+
+// usable reports whether server can take a new relay of stream.
+func (s *Scaler) usable(server, stream int) bool {
+	if s.down[server] {
+		return false
+	}
+	if _, busy := s.relays[[2]int{server, stream}]; busy {
+		return false
+	}
+	return s.srvLoad[server] < s.cfg.High*s.capacity[server]
+}
+
+// place picks a server for a new relay of stream at one of locs (in
+// order), overflowing to the reserve pool of region, then to any reserve.
+func (s *Scaler) place(stream int, region graph.VertexID, locs []graph.VertexID) (int, string) {
+	name := s.name(stream)
+	ok := func(m int) bool { return s.usable(m, stream) }
+	for _, l := range locs {
+		if m := s.pools[l].PickFunc(name, 4, ok); m >= 0 {
+			return m, ""
+		}
+	}
+	full := "no location pool has a free server"
+	if len(locs) > 0 {
+		full = fmt.Sprintf("the pool at %s is full", s.locID(locs[0]))
+	}
+	if p := s.reserve[region]; p != nil {
+		if m := p.PickFunc(name, 4, ok); m >= 0 {
+			return m, full + ": overflow to the reserve pool of " + s.locID(region)
+		}
+	}
+	if m := s.reserveAll.PickFunc(name, 4, ok); m >= 0 {
+		return m, full + ": overflow to the global reserve pool"
+	}
+	return -1, full + " and no reserve server is free"
+}
+
+func (s *Scaler) group(stream int, region graph.VertexID) *group {
+	k := groupKey{stream, region}
+	g := s.groups[k]
+	if g == nil {
+		g = &group{key: k, pred: NewPredictor(s.cfg.Window)}
+		s.groups[k] = g
+		s.order = append(s.order, g)
+	}
+	return g
+}
+
+func (s *Scaler) add(now time.Time, server, stream int, reason string) Decision {
+	v := s.g.Servers()[server].Vertex
+	r := &relay{server: server, stream: stream, state: starting, opened: now}
+	s.relays[[2]int{server, stream}] = r
+	g := s.group(stream, s.g.Region(v))
+	g.relays = append(g.relays, r)
+	return Decision{Action: ActionOpen, Server: server, Stream: stream, Location: v, Reason: reason}
+}
+
+func (s *Scaler) remove(k [2]int) {
+	r := s.relays[k]
+	if r == nil {
+		return
+	}
+	delete(s.relays, k)
+	g := s.groups[groupKey{r.stream, s.g.Region(s.g.Servers()[r.server].Vertex)}]
+	if g == nil {
+		return
+	}
+	for i, x := range g.relays {
+		if x == r {
+			g.relays = append(g.relays[:i], g.relays[i+1:]...)
+			break
+		}
+	}
+}
+
+// OpenAt opens a relay of stream at location loc (a demand decision): a
+// server of loc's pool chosen by jump hash, or a reserve server when the
+// pool is full. ok is false when no server can be found.
+func (s *Scaler) OpenAt(now time.Time, stream int, loc graph.VertexID, why string) (Decision, bool) {
+	if loc < 0 || int(loc) >= len(s.pools) {
+		return Decision{}, false
+	}
+	m, note := s.place(stream, s.g.Region(loc), []graph.VertexID{loc})
+	if m < 0 {
+		return Decision{}, false
+	}
+	reason := fmt.Sprintf("stream %s at %s: %s", s.name(stream), s.locID(loc), why)
+	if note != "" {
+		reason += "; " + note
+	}
+	return s.add(now, m, stream, reason+fmt.Sprintf("; server %s", s.g.Servers()[m].ID)), true
+}
+
+// Ready records that a relay finished starting.
+func (s *Scaler) Ready(server, stream int) {
+	if r := s.relays[[2]int{server, stream}]; r != nil && r.state == starting {
+		r.state = ready
+	}
+}
+
+// Failed forgets a relay that could not start.
+func (s *Scaler) Failed(server, stream int) { s.remove([2]int{server, stream}) }
+
+// Relays returns the number of relays of stream (all states).
+func (s *Scaler) Relays(stream int) int {
+	n := 0
+	for k := range s.relays {
+		if k[1] == stream {
+			n++
+		}
+	}
+	return n
+}
+
+// Predicted returns the total viewers predicted for a server at the
+// horizon, for placement's capacity check.
+func (s *Scaler) Predicted(server int) float64 {
+	p, _, _ := s.srvPred[server].Predict(s.cfg.Horizon)
+	return p
+}
+
+// Evaluate takes one round of relay samples taken at now, updates the load
+// predictions and appends the decisions: opens where the predicted load per
+// relay is above the high watermark, a drain where it has stayed below the
+// low watermark, closes of drained relays.
+func (s *Scaler) Evaluate(now time.Time, samples []Sample, dst []Decision) []Decision {
+	for i := range s.srvLoad {
+		s.srvLoad[i], s.srvSeen[i] = 0, false
+	}
+	for _, r := range s.relays {
+		r.viewers = 0
+	}
+	for _, sm := range samples {
+		if sm.Server < 0 || sm.Server >= len(s.srvLoad) || math.IsNaN(sm.Viewers) || sm.Viewers < 0 {
+			continue
+		}
+		s.srvLoad[sm.Server] += sm.Viewers
+		s.srvSeen[sm.Server] = true
+		if r := s.relays[[2]int{sm.Server, sm.Stream}]; r != nil {
+			r.viewers = sm.Viewers
+		}
+	}
+	for i, seen := range s.srvSeen {
+		if seen {
+			s.srvPred[i].Add(now, s.srvLoad[i])
+		}
+	}
+	for _, g := range s.order {
+		dst = s.evaluate(now, g, dst)
+	}
+	// Drop empty groups.
+	kept := s.order[:0]
+	for _, g := range s.order {
+		if len(g.relays) > 0 {
+			kept = append(kept, g)
+		} else {
+			delete(s.groups, g.key)
+		}
+	}
+	for i := len(kept); i < len(s.order); i++ {
+		s.order[i] = nil
+	}
+	s.order = kept
+	return dst
+}
+
+func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
+	total, capSum := 0.0, 0.0
+	var active []*relay
+	for _, r := range g.relays {
+		total += r.viewers
+		if r.state != draining {
+			active = append(active, r)
+			capSum += s.capacity[r.server]
+		}
+	}
+	// Close drained relays.
+	for _, r := range g.relays {
+		if r.state == draining && (r.viewers == 0 || now.Sub(r.drainAt) >= s.cfg.DrainTimeout) {
+			why := "drained"
+			if r.viewers > 0 {
+				why = fmt.Sprintf("drain timeout with %.0f viewers left", r.viewers)
+			}
+			dst = append(dst, Decision{Action: ActionClose, Server: r.server, Stream: r.stream,
+				Location: s.g.Servers()[r.server].Vertex,
+				Reason:   fmt.Sprintf("stream %s: relay on %s %s", s.name(r.stream), s.g.Servers()[r.server].ID, why)})
+			s.remove([2]int{r.server, r.stream})
+		}
+	}
+	g.pred.Add(now, total)
+	pred, slope, accel := g.pred.Predict(s.cfg.Horizon)
+	want := math.Max(total, pred)
+	n := len(active)
+	if n == 0 {
+		return dst
+	}
+	capR := capSum / float64(n)
+	if math.IsInf(capR, 1) {
+		return dst
+	}
+	region := s.locID(g.key.region)
+	high, low := s.cfg.High*capR, s.cfg.Low*capR
+	switch {
+	case want > high*float64(n):
+		g.belowSince = time.Time{}
+		need := min(int(math.Ceil(want/high))-n, s.cfg.MaxOpenPerStep)
+		// Prefer the locations where the group's relays are busiest.
+		sort.SliceStable(active, func(i, j int) bool {
+			return active[i].viewers/s.capacity[active[i].server] > active[j].viewers/s.capacity[active[j].server]
+		})
+		var locs []graph.VertexID
+		seen := map[graph.VertexID]bool{}
+		for _, r := range active {
+			if v := s.g.Servers()[r.server].Vertex; !seen[v] && s.pools[v].Len() > 0 {
+				seen[v] = true
+				locs = append(locs, v)
+			}
+		}
+		for _, v := range s.regionLocs[g.key.region] {
+			if !seen[v] {
+				seen[v] = true
+				locs = append(locs, v)
+			}
+		}
+		for k := range need {
+			m, note := s.place(g.key.stream, g.key.region, locs)
+			if m < 0 {
+				break
+			}
+			reason := fmt.Sprintf("stream %s in region %s: %.0f viewers now, %.0f predicted in %s (slope %+.1f/s, accel %+.2f/s²) over %d relays is above the high watermark %.0f per relay: add relay %d of %d on %s",
+				s.name(g.key.stream), region, total, pred, s.cfg.Horizon, slope, accel, n, high, k+1, need, s.g.Servers()[m].ID)
+			if note != "" {
+				reason += " (" + note + ")"
+			}
+			dst = append(dst, s.add(now, m, g.key.stream, reason))
+		}
+	case want < low*float64(n) && want <= high*float64(n-1):
+		if g.belowSince.IsZero() {
+			g.belowSince = now
+		}
+		if now.Sub(g.belowSince) < s.cfg.Hold {
+			return dst
+		}
+		var victim *relay
+		for _, r := range active {
+			if r.state == ready && now.Sub(r.opened) >= s.cfg.MinLifetime && (victim == nil || r.viewers < victim.viewers) {
+				victim = r
+			}
+		}
+		if victim == nil {
+			return dst
+		}
+		victim.state, victim.drainAt = draining, now
+		g.belowSince = now // the next drain waits another hold time
+		dst = append(dst, Decision{Action: ActionDrain, Server: victim.server, Stream: victim.stream,
+			Location: s.g.Servers()[victim.server].Vertex,
+			Reason: fmt.Sprintf("stream %s in region %s: %.0f viewers (%.0f predicted) over %d relays stayed below the low watermark %.0f per relay for %s: drain %s (%.0f viewers)",
+				s.name(g.key.stream), region, total, pred, n, low, s.cfg.Hold, s.g.Servers()[victim.server].ID, victim.viewers)})
+	default:
+		g.belowSince = time.Time{}
+	}
+	return dst
+}
