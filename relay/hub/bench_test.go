@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/relaymesh/relaymesh/internal/av"
@@ -101,5 +102,47 @@ func BenchmarkNext(b *testing.B) {
 		}
 		b.StartTimer()
 		buf, _ = s.Next(context.Background(), buf, 0)
+	}
+}
+
+// BenchmarkFanoutReaders is BenchmarkFanout with a reader goroutine per
+// viewer (as the RTMP writers run), so it includes waking idle readers.
+// Readers that fall behind on two cores meet the drop policy.
+func BenchmarkFanoutReaders(b *testing.B) {
+	for _, n := range []int{1, 100, 1000} {
+		b.Run(fmt.Sprintf("subs=%d", n), func(b *testing.B) {
+			r := newTestRegistry(Config{SlowViewerTimeout: 1 << 62})
+			h := r.Acquire("live", "bench")
+			defer h.Release()
+			h.Begin(PublisherInfo{})
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			for i := 0; i < n; i++ {
+				s := h.Subscribe(SubscribeOptions{})
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer s.Close()
+					buf := make([]*av.Frame, 0, 4096)
+					for {
+						var err error
+						if buf, err = s.Next(ctx, buf, 64<<10); err != nil {
+							return
+						}
+					}
+				}()
+			}
+			pattern := [][]byte{idr, aacRaw, pRef, aacRaw, bDisp, aacRaw, pRef, aacRaw, bDisp}
+			kinds := []av.Kind{av.KindVideo, av.KindAudio, av.KindVideo, av.KindAudio, av.KindVideo, av.KindAudio, av.KindVideo, av.KindAudio, av.KindVideo}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				k := i % len(pattern)
+				h.Write(kinds[k], uint32(i*10), pattern[k])
+			}
+			b.StopTimer()
+			cancel()
+			wg.Wait()
+		})
 	}
 }

@@ -259,16 +259,17 @@ func (h *Hub) Subscribe(o SubscribeOptions) *Subscriber {
 		burst = append(burst, h.gop.frames...)
 	}
 	s := &Subscriber{
-		hub:       h,
-		lossless:  o.Lossless,
-		id:        o.ID,
-		addr:      o.Addr,
-		notify:    o.Notify,
-		done:      make(chan struct{}),
-		queueMS:   h.cfg.ViewerQueue.Milliseconds(),
-		timeoutMS: h.cfg.SlowViewerTimeout.Milliseconds(),
-		waitKey:   !h.live || !h.gop.active,
-		listed:    true,
+		hub:        h,
+		lossless:   o.Lossless,
+		id:         o.ID,
+		addr:       o.Addr,
+		notify:     o.Notify,
+		done:       make(chan struct{}),
+		queueMS:    h.cfg.ViewerQueue.Milliseconds(),
+		timeoutMS:  h.cfg.SlowViewerTimeout.Milliseconds(),
+		waitKey:    !h.live || !h.gop.active,
+		listed:     true,
+		joinedLive: h.live,
 	}
 	if s.notify == nil {
 		s.notify = make(chan struct{}, 1)

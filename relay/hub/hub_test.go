@@ -55,6 +55,9 @@ func TestInstantStart(t *testing.T) {
 
 	s := h.Subscribe(SubscribeOptions{ID: "v1"})
 	defer s.Close()
+	if !s.JoinedLive() {
+		t.Fatal("JoinedLive false")
+	}
 	got := pending(s)
 	if k := kinds(got); k != "MVAIapab" {
 		t.Fatalf("burst = %q", k)
@@ -105,6 +108,9 @@ func TestSubscribeBeforeLive(t *testing.T) {
 	defer h.Release()
 	s := h.Subscribe(SubscribeOptions{})
 	defer s.Close()
+	if s.JoinedLive() {
+		t.Fatal("JoinedLive true")
+	}
 	h.Write(av.KindVideo, 0, idr) // not live: ignored
 	h.Begin(PublisherInfo{})
 	h.Write(av.KindData, 0, metaMsg)

@@ -12,7 +12,8 @@ type queue struct {
 	head, n     int
 	ts          []uint32
 	tsHead, tsN int
-	burst       int // frames at the head that came from the join burst
+	oldest      uint32 // ts[tsHead] when tsN > 0, kept here for the writer's cache's sake
+	burst       int    // frames at the head that came from the join burst
 }
 
 func newQueue(capacity int) queue {
@@ -42,6 +43,9 @@ func (q *queue) push(f *av.Frame, burst bool) {
 			j -= len(q.ts)
 		}
 		q.ts[j] = f.Timestamp
+		if q.tsN == 0 {
+			q.oldest = f.Timestamp
+		}
 		q.tsN++
 	}
 }
@@ -63,6 +67,9 @@ func (q *queue) pop() *av.Frame {
 			q.tsHead = 0
 		}
 		q.tsN--
+		if q.tsN > 0 {
+			q.oldest = q.ts[q.tsHead]
+		}
 	}
 	return f
 }
@@ -73,7 +80,7 @@ func (q *queue) oldestTS() (uint32, bool) {
 	if q.tsN == 0 {
 		return 0, false
 	}
-	return q.ts[q.tsHead], true
+	return q.oldest, true
 }
 
 // reset drops every queued frame (for the garbage collector's sake).

@@ -80,14 +80,16 @@ type Subscriber struct {
 	err     error // set when closed: ErrClosed or the hub's reason
 	reason  error // the hub's reason (ErrTooSlow, ErrOverflow) or nil
 
-	listed bool // in the hub's subscriber list; guarded by hub.mu
+	listed     bool // in the hub's subscriber list; guarded by hub.mu
+	joinedLive bool // the hub was live at Subscribe
 }
 
 // Next blocks until at least one frame is pending, the context is done or
 // the subscriber is closed. It returns the pending frames appended to
 // dst[:0], oldest first, stopping once their payload bytes reach maxBytes
 // (maxBytes <= 0: no limit); it always returns at least one frame when it
-// returns no error. Only one goroutine may call Next.
+// returns no error. Only one goroutine may call Next, and a subscriber is
+// read either with Next or with Poll, not both.
 func (s *Subscriber) Next(ctx context.Context, dst []*av.Frame, maxBytes int) ([]*av.Frame, error) {
 	dst = dst[:0]
 	for {
@@ -98,16 +100,7 @@ func (s *Subscriber) Next(ctx context.Context, dst []*av.Frame, maxBytes int) ([
 			return dst, err
 		}
 		if s.q.n > 0 {
-			bytes := 0
-			for s.q.n > 0 {
-				f := s.q.pop()
-				dst = append(dst, f)
-				bytes += len(f.Payload)
-				if maxBytes > 0 && bytes >= maxBytes {
-					break
-				}
-			}
-			s.sent += uint64(len(dst))
+			dst = s.takeLocked(dst, maxBytes)
 			s.mu.Unlock()
 			return dst, nil
 		}
@@ -136,6 +129,11 @@ func (s *Subscriber) Err() error {
 	defer s.mu.Unlock()
 	return s.reason
 }
+
+// JoinedLive reports whether the stream was live when the subscriber joined
+// (then its queue starts with the join burst, and no av.EventPublish frame
+// announces the session in progress).
+func (s *Subscriber) JoinedLive() bool { return s.joinedLive }
 
 // Done is closed when the subscriber is closed, by its owner or by the hub.
 func (s *Subscriber) Done() <-chan struct{} { return s.done }
