@@ -242,3 +242,64 @@ func TestLosslessOverflow(t *testing.T) {
 		t.Fatalf("info %+v", in)
 	}
 }
+
+func TestGOPCacheByteBound(t *testing.T) {
+	r := newTestRegistry(Config{GOPCacheMaxBytes: 100})
+	h := r.Acquire("live", "s")
+	defer h.Release()
+	h.Begin(PublisherInfo{})
+	h.Write(av.KindVideo, 0, idr)
+	for i := 1; i <= 20; i++ { // ~13 bytes each: beyond 100 bytes the cache goes
+		h.Write(av.KindVideo, uint32(i*40), pRef)
+	}
+	s := h.Subscribe(SubscribeOptions{})
+	if k := kinds(pending(s)); k != "" {
+		t.Fatalf("burst after overflow: %q", k)
+	}
+	if h.Info().GOPCacheSize != 0 {
+		t.Fatal("cache not dropped")
+	}
+	h.Write(av.KindVideo, 1000, idr) // the next keyframe restarts it
+	h.Write(av.KindVideo, 1040, pRef)
+	s2 := h.Subscribe(SubscribeOptions{})
+	if k := kinds(pending(s2)); k != "Ip" {
+		t.Fatalf("burst: %q", k)
+	}
+	s.Close()
+	s2.Close()
+}
+
+func TestNewSessionReplacesHeaders(t *testing.T) {
+	r := newTestRegistry(Config{})
+	h := r.Acquire("live", "s")
+	defer h.Release()
+	h.Begin(PublisherInfo{ID: "one"})
+	h.Write(av.KindData, 0, amfMeta(1920, 1080))
+	h.Write(av.KindVideo, 0, avcSeq)
+	h.Write(av.KindAudio, 0, aacSeq)
+	h.Write(av.KindVideo, 0, idr)
+	old := h.Subscribe(SubscribeOptions{})
+	defer old.Close()
+	pending(old)
+	h.Begin(PublisherInfo{ID: "two"}) // without End: the first session ends
+	if in := h.Info(); in.PublisherID != "two" || in.Width != 0 || in.VideoCodec != "" {
+		t.Fatalf("stale info %+v", in)
+	}
+	if k := kinds(pending(old)); k != "UP" {
+		t.Fatalf("events %q", k)
+	}
+	h.Write(av.KindData, 0, amfMeta(320, 240))
+	h.Write(av.KindVideo, 0, idr)
+	s := h.Subscribe(SubscribeOptions{})
+	defer s.Close()
+	got := pending(s)
+	if k := kinds(got); k != "MI" { // the new metadata only, no old headers
+		t.Fatalf("burst %q", k)
+	}
+	if w, _, _ := metadataVideoSize(got[0].Payload); w != 320 {
+		t.Fatalf("old metadata delivered (width %d)", w)
+	}
+	if k := kinds(pending(old)); k != "MI" {
+		t.Fatalf("existing subscriber got %q", k)
+	}
+}
