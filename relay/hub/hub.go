@@ -282,7 +282,7 @@ func (h *Hub) Subscribe(o SubscribeOptions) *Subscriber {
 		s.limit = h.cfg.ViewerQueueFrames
 		capacity += s.limit + max(ringSlack, s.limit/16)
 	}
-	s.q = newQueue(capacity)
+	s.q = newQueue(capacity, !o.Lossless)
 	for _, f := range burst {
 		s.q.push(f, true)
 	}

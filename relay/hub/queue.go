@@ -16,8 +16,14 @@ type queue struct {
 	burst       int    // frames at the head that came from the join burst
 }
 
-func newQueue(capacity int) queue {
-	return queue{frames: make([]*av.Frame, capacity), ts: make([]uint32, capacity)}
+// newQueue preallocates a queue; without backlog accounting (lossless
+// subscribers) it keeps no timestamps.
+func newQueue(capacity int, backlog bool) queue {
+	q := queue{frames: make([]*av.Frame, capacity)}
+	if backlog {
+		q.ts = make([]uint32, capacity)
+	}
+	return q
 }
 
 func (q *queue) full() bool { return q.n == len(q.frames) }
@@ -37,7 +43,7 @@ func (q *queue) push(f *av.Frame, burst bool) {
 		q.burst++
 		return
 	}
-	if f.Droppable() {
+	if q.ts != nil && f.Droppable() {
 		j := q.tsHead + q.tsN
 		if j >= len(q.ts) {
 			j -= len(q.ts)
@@ -61,7 +67,7 @@ func (q *queue) pop() *av.Frame {
 	q.n--
 	if q.burst > 0 {
 		q.burst--
-	} else if f.Droppable() {
+	} else if q.ts != nil && f.Droppable() {
 		q.tsHead++
 		if q.tsHead == len(q.ts) {
 			q.tsHead = 0
