@@ -314,7 +314,7 @@ func (h *Hub) unsubscribe(s *Subscriber) {
 	h.reg.maybeRemove(h)
 }
 
-// totals sums the counters of current and past subscribers. h.mu is held.
+// totalsLocked sums the counters of current and past subscribers. h.mu is held.
 func (h *Hub) totalsLocked() subTotals {
 	t := h.retired
 	for _, s := range *h.subs.Load() {
