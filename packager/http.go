@@ -1,0 +1,273 @@
+package packager
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Cache-Control values. Playlists and manifests change every part; media
+// files never change once complete and their names never repeat.
+const (
+	cachePlaylist = "public, max-age=1"
+	cacheMedia    = "public, max-age=86400, immutable"
+	cacheNotFound = "public, max-age=1"
+	cacheNone     = "no-store"
+)
+
+// Content types.
+const (
+	ctypeM3U8 = "application/vnd.apple.mpegurl"
+	ctypeMPD  = "application/dash+xml"
+	ctypeMP4V = "video/mp4"
+	ctypeMP4A = "audio/mp4"
+	ctypeTS   = "video/mp2t"
+)
+
+// maxNameLen bounds app and stream names in URLs.
+const maxNameLen = 128
+
+// validName accepts the app and stream names the packager serves: letters,
+// digits and - _ . (not starting with a dot).
+func validName(s string) bool {
+	if s == "" || len(s) > maxNameLen || s[0] == '.' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// statusWriter records the status and counts body bytes.
+type statusWriter struct {
+	http.ResponseWriter
+	code  int
+	bytes int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func setCORS(h http.Header) {
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "Range, If-None-Match, If-Modified-Since")
+	h.Set("Access-Control-Expose-Headers", "Content-Length, Content-Range, ETag, Last-Modified, Date")
+	h.Set("Access-Control-Max-Age", "86400")
+}
+
+func (p *Packager) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	sw := &statusWriter{ResponseWriter: w}
+	setCORS(w.Header())
+	rend := "playlist"
+	defer func() {
+		code := sw.code
+		if code == 0 {
+			code = http.StatusOK
+		}
+		p.m.requests.WithLabelValues(strconv.Itoa(code)).Inc()
+		if sw.bytes > 0 {
+			p.m.bytes.WithLabelValues(rend).Add(float64(sw.bytes))
+		}
+	}()
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+	case http.MethodOptions:
+		sw.WriteHeader(http.StatusNoContent)
+		return
+	default:
+		sw.Header().Set("Allow", "GET, HEAD, OPTIONS")
+		httpError(sw, http.StatusMethodNotAllowed, cacheNone)
+		return
+	}
+	path := r.URL.Path
+	var proto string
+	switch {
+	case strings.HasPrefix(path, "/hls/"):
+		proto, path = "hls", path[len("/hls/"):]
+	case strings.HasPrefix(path, "/dash/"):
+		proto, path = "dash", path[len("/dash/"):]
+	default:
+		httpError(sw, http.StatusNotFound, cacheNotFound)
+		return
+	}
+	if proto == "dash" && path == "time" {
+		p.serveTime(sw)
+		return
+	}
+	parts := strings.Split(path, "/")
+	if len(parts) != 3 || !validName(parts[0]) || !validName(parts[1]) || parts[2] == "" || len(parts[2]) > maxNameLen {
+		httpError(sw, http.StatusNotFound, cacheNotFound)
+		return
+	}
+	app, name, file := parts[0], parts[1], parts[2]
+	// Ask the source only for names that could be files of ours.
+	req, ok := parseFile(proto, file)
+	if !ok {
+		httpError(sw, http.StatusNotFound, cacheNotFound)
+		return
+	}
+	if req.kind != fileManifest && req.kind != fileMultivariant && req.kind != fileMedia {
+		rend = req.rend.String()
+	}
+	st, err := p.stream(r.Context(), app, name)
+	if err != nil {
+		switch {
+		case errors.Is(err, ErrNotFound):
+			httpError(sw, http.StatusNotFound, cacheNotFound)
+		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+			retryLater(sw)
+		default:
+			p.cfg.Logger.Warn("stream unavailable", "app", app, "stream", name, "err", err)
+			retryLater(sw)
+		}
+		return
+	}
+	n := st.viewers.touch(viewerKey(r), p.now())
+	p.m.viewers.WithLabelValues(app, name).Set(float64(n))
+	st.serve(sw, r, req)
+}
+
+// httpError writes a short error response.
+func httpError(w http.ResponseWriter, code int, cache string) {
+	h := w.Header()
+	h.Set("Cache-Control", cache)
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(http.StatusText(code) + "\n"))
+}
+
+// retryLater answers 503 with Retry-After: the stream has no keyframe yet,
+// or the file is not ready within the wait bound.
+func retryLater(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "1")
+	httpError(w, http.StatusServiceUnavailable, cacheNone)
+}
+
+func (p *Packager) serveTime(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Cache-Control", cacheNone)
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(p.now().UTC().Format("2006-01-02T15:04:05.000Z")))
+}
+
+// serveBytes serves a complete, immutable body: conditional requests, Range
+// and HEAD come from http.ServeContent. The write is bounded by WriteTimeout.
+func (p *Packager) serveBytes(w http.ResponseWriter, r *http.Request, body []byte, ctype, cache, etag string, mod time.Time) {
+	h := w.Header()
+	h.Set("Content-Type", ctype)
+	h.Set("Cache-Control", cache)
+	if etag != "" {
+		h.Set("ETag", etag)
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Now().Add(p.cfg.WriteTimeout))
+	http.ServeContent(w, r, "", mod, bytes.NewReader(body))
+}
+
+// fileKind says what a request asks for.
+type fileKind uint8
+
+const (
+	fileMultivariant fileKind = iota + 1 // HLS index.m3u8
+	fileMedia                            // HLS {rendition}.m3u8
+	fileManifest                         // DASH manifest.mpd
+	fileInit                             // {sid}_{rendition}_init.mp4
+	fileSegment                          // {sid}_{rendition}_{msn}.m4s
+	filePart                             // {sid}_{rendition}_{msn}.{part}.m4s
+	fileSegmentTime                      // {sid}_{rendition}_t{time}.m4s (DASH $Time$)
+	fileTS                               // {sid}_{rendition}_{msn}.ts
+)
+
+// fileReq is a parsed file name.
+type fileReq struct {
+	kind fileKind
+	rend Rendition
+	sid  string
+	n    uint64 // msn, or time for fileSegmentTime
+	part int
+}
+
+// parseFile parses the last path element of a request.
+func parseFile(proto, file string) (fileReq, bool) {
+	switch {
+	case proto == "hls" && file == "index.m3u8":
+		return fileReq{kind: fileMultivariant}, true
+	case proto == "dash" && file == "manifest.mpd":
+		return fileReq{kind: fileManifest}, true
+	case proto == "hls" && strings.HasSuffix(file, ".m3u8"):
+		r, ok := parseRendition(strings.TrimSuffix(file, ".m3u8"))
+		return fileReq{kind: fileMedia, rend: r}, ok
+	}
+	sid, rest, ok := strings.Cut(file, "_")
+	if !ok || len(sid) != 8 {
+		return fileReq{}, false
+	}
+	rname, rest, ok := strings.Cut(rest, "_")
+	if !ok {
+		return fileReq{}, false
+	}
+	rend, ok := parseRendition(rname)
+	if !ok {
+		return fileReq{}, false
+	}
+	req := fileReq{rend: rend, sid: sid}
+	switch {
+	case rest == "init.mp4":
+		req.kind = fileInit
+		return req, true
+	case strings.HasSuffix(rest, ".ts") && proto == "hls":
+		n, err := strconv.ParseUint(strings.TrimSuffix(rest, ".ts"), 10, 63)
+		req.kind, req.n = fileTS, n
+		return req, err == nil
+	case strings.HasSuffix(rest, ".m4s"):
+		rest = strings.TrimSuffix(rest, ".m4s")
+		if t, ok := strings.CutPrefix(rest, "t"); ok {
+			n, err := strconv.ParseUint(t, 10, 63)
+			req.kind, req.n = fileSegmentTime, n
+			return req, err == nil
+		}
+		ms, ps, isPart := strings.Cut(rest, ".")
+		n, err := strconv.ParseUint(ms, 10, 63)
+		if err != nil {
+			return req, false
+		}
+		req.kind, req.n = fileSegment, n
+		if isPart {
+			pn, err := strconv.ParseUint(ps, 10, 16)
+			if err != nil {
+				return req, false
+			}
+			req.kind, req.part = filePart, int(pn)
+		}
+		return req, true
+	}
+	return fileReq{}, false
+}

@@ -1,0 +1,64 @@
+package packager
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the packager's Prometheus series.
+type metrics struct {
+	segments *prometheus.CounterVec // produced, by rendition
+	parts    *prometheus.CounterVec // produced, by rendition
+	bytes    *prometheus.CounterVec // served, by rendition ("playlist" for manifests)
+	renders  *prometheus.CounterVec // playlists/manifests rendered, by kind
+	viewers  *prometheus.GaugeVec   // HTTP viewers, by app and stream
+	streams  prometheus.Gauge       // streams being packaged
+	requests *prometheus.CounterVec // HTTP requests, by status code
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		segments: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "relaymesh", Subsystem: "packager", Name: "segments_produced_total",
+			Help: "Media segments produced, by rendition (each production serves every viewer).",
+		}, []string{"rendition"}),
+		parts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "relaymesh", Subsystem: "packager", Name: "parts_produced_total",
+			Help: "Low-latency HLS parts produced, by rendition.",
+		}, []string{"rendition"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "relaymesh", Subsystem: "packager", Name: "served_bytes_total",
+			Help: "Response body bytes served, by rendition (playlist for playlists and manifests).",
+		}, []string{"rendition"}),
+		renders: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "relaymesh", Subsystem: "packager", Name: "playlists_rendered_total",
+			Help: "Playlists and manifests rendered, by kind (concurrent requests share one rendering).",
+		}, []string{"kind"}),
+		viewers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "relaymesh", Subsystem: "packager", Name: "viewers",
+			Help: "Distinct HTTP clients (by session token or address) seen within the viewer window, by stream.",
+		}, []string{"app", "stream"}),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "relaymesh", Subsystem: "packager", Name: "streams",
+			Help: "Streams being packaged.",
+		}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "relaymesh", Subsystem: "packager", Name: "http_requests_total",
+			Help: "HTTP requests, by status code.",
+		}, []string{"code"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.segments, m.parts, m.bytes, m.renders, m.viewers, m.streams, m.requests} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				return nil, errors.New("packager: metrics already registered (one Packager per registerer)")
+			}
+			return nil, err
+		}
+	}
+	return m, nil
+}

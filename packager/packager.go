@@ -1,0 +1,113 @@
+package packager
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Packager packages the streams of a Source as HLS and DASH on demand.
+type Packager struct {
+	cfg Config
+	src Source
+	m   *metrics
+	now func() time.Time
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	streams map[string]*stream
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// New returns a Packager reading streams from src. Close stops it.
+func New(src Source, cfg Config) (*Packager, error) {
+	if src == nil {
+		return nil, errors.New("packager: nil source")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Packager{cfg: cfg, src: src, m: m, now: time.Now, ctx: ctx, cancel: cancel, streams: make(map[string]*stream)}, nil
+}
+
+// Close stops packaging every stream and waits for the pumps to end.
+func (p *Packager) Close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.cancel()
+	p.wg.Wait()
+}
+
+// Handler serves /hls/{app}/{name}/… and /dash/{app}/{name}/… (and
+// /dash/time, the clock DASH players synchronise with). Mount it at the root
+// of the process's mux, or under those prefixes.
+func (p *Packager) Handler() http.Handler { return http.HandlerFunc(p.serveHTTP) }
+
+// errClosed is returned for requests after Close.
+var errClosed = errors.New("packager: closed")
+
+// stream returns the running packager of app/name, starting it when needed,
+// and waits (bounded by ctx) until it is subscribed.
+func (p *Packager) stream(ctx context.Context, app, name string) (*stream, error) {
+	key := app + "/" + name
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errClosed
+	}
+	st, ok := p.streams[key]
+	if !ok {
+		st = p.newStream(app, name)
+		p.streams[key] = st
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			st.start()
+		}()
+	}
+	p.mu.Unlock()
+	st.touch()
+	select {
+	case <-st.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if st.startErr != nil {
+		return nil, st.startErr
+	}
+	return st, nil
+}
+
+// forget removes a stopped stream so that the next request starts afresh.
+func (p *Packager) forget(st *stream) {
+	key := st.app + "/" + st.name
+	p.mu.Lock()
+	if p.streams[key] == st {
+		delete(p.streams, key)
+	}
+	p.mu.Unlock()
+	p.m.viewers.DeleteLabelValues(st.app, st.name)
+}
+
+// Streams returns the app/name keys of the streams being packaged.
+func (p *Packager) Streams() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.streams))
+	for k := range p.streams {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,570 @@
+package packager
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"time"
+
+	"github.com/relaymesh/relaymesh/internal/av"
+)
+
+// segmenterConfig is the part of Config the segmenter needs.
+type segmenterConfig struct {
+	segMin     int64 // ms
+	partTarget int64 // ms
+	count      int   // complete segments listed
+	keep       int   // complete segments kept (listed + a few for late readers)
+	maxBytes   int
+	parts      bool // cut low-latency parts
+	ts         bool // make MPEG-TS segments too
+}
+
+// pendingSample is a video sample waiting for the next one to learn its
+// duration.
+type pendingSample struct {
+	dts  uint64 // 90 kHz
+	cto  int32
+	sync bool
+	data []byte
+}
+
+// track is one fMP4 track of a session: a video rendition or the audio.
+type track struct {
+	rend      Rendition
+	video     bool
+	timescale uint32
+	init      []byte
+	codec     string
+	parts     bool // low-latency parts are cut on this track
+
+	filter     videoFilter
+	frag       fragmenter
+	pending    pendingSample
+	hasPending bool
+	partSync   bool // the part being collected starts with a sync sample
+	nextAudio  uint64
+	anchored   bool
+	overflow   bool // the current segment hit MaxSegmentBytes: drop until it ends
+}
+
+// part is a low-latency HLS part: one fragment of a segment.
+type part struct {
+	data        []byte
+	dur         time.Duration
+	independent bool
+}
+
+// trackSeg is one track's share of a segment.
+type trackSeg struct {
+	data     []byte // fMP4 fragments so far; append-only, so readers may keep a prefix
+	parts    []*part
+	start    uint64 // decode time of the first sample, track timescale
+	hasStart bool
+	dur      uint64 // sum of the sample durations, track timescale
+}
+
+// segment is a media segment of every rendition, cut at a keyframe.
+type segment struct {
+	msn    uint64
+	sess   *session
+	start  int64 // media time in ms (the keyframe's DTS)
+	dur    int64 // ms; set when done
+	done   bool
+	wall   time.Time // wall-clock time when it started
+	tracks []*trackSeg
+	ts     [numRenditions]*tsSegment // MPEG-TS, when made
+}
+
+// session is a run of segments with fixed codec parameters. A change of
+// codec parameters starts a new session with a new id (and new file names).
+type session struct {
+	id     string
+	vc     *videoConfig
+	ac     *audioConfig
+	tracks []*track
+	byRend [numRenditions]*track // the video track of a rendition, or the audio track for Audio
+	audio  *track
+	start  int64 // ms
+	disc   int   // discontinuity sequence number
+}
+
+// hasRendition reports whether the session offers r.
+func (s *session) hasRendition(r Rendition) bool { return s.byRend[r] != nil }
+
+// segmenter turns the frames of one stream into segments. It is not safe for
+// concurrent use: the stream's lock guards it.
+type segmenter struct {
+	cfg segmenterConfig
+	log *slog.Logger
+	now func() time.Time
+
+	vc, ac  *videoConfig
+	acfg    *audioConfig
+	sess    *session
+	segs    []*segment // oldest first; the last one may be in progress
+	cur     *segment   // in progress, or nil
+	nextMSN uint64
+	disc    int
+
+	ext       extender
+	partStart int64 // ms
+	lastVideo int64 // ms, DTS of the last video frame
+	lastDelta int64 // ms between the last two video frames
+	lastAudio int64 // ms, end of the last audio frame
+
+	version uint64 // increases with every change readers can see
+	nalus   [][]byte
+
+	// Hooks for metrics (may be nil).
+	onSegment func(r Rendition, bytes int)
+	onPart    func(r Rendition)
+}
+
+func newSegmenter(cfg segmenterConfig, log *slog.Logger, now func() time.Time) *segmenter {
+	return &segmenter{cfg: cfg, log: log, now: now}
+}
+
+// extender widens 32-bit RTMP timestamps to 64 bits across wrap-arounds.
+type extender struct {
+	last  uint32
+	epoch int64
+	init  bool
+}
+
+func (e *extender) ext(ts uint32) int64 {
+	if e.init {
+		switch {
+		case ts < e.last && e.last-ts > 1<<31:
+			e.epoch += 1 << 32
+		case ts > e.last && ts-e.last > 1<<31 && e.epoch > 0:
+			// A late frame from before the wrap.
+			return e.epoch - 1<<32 + int64(ts)
+		}
+	}
+	e.init = true
+	e.last = ts
+	return e.epoch + int64(ts)
+}
+
+// push feeds one frame.
+func (s *segmenter) push(f *av.Frame) {
+	switch f.Kind {
+	case av.KindEvent:
+		if f.Event == av.EventUnpublish {
+			s.endOfStream()
+		}
+	case av.KindVideo:
+		s.pushVideo(f)
+	case av.KindAudio:
+		s.pushAudio(f)
+	}
+}
+
+func (s *segmenter) pushVideo(f *av.Frame) {
+	if f.Codec != av.CodecAVC || len(f.Payload) < 5 {
+		return
+	}
+	if f.SeqHeader {
+		if s.vc != nil && string(s.vc.raw) == string(f.Payload) {
+			return
+		}
+		vc, err := parseVideoConfig(f.Payload)
+		if err != nil {
+			s.log.Warn("video sequence header ignored", "err", err)
+			return
+		}
+		s.vc = vc
+		return
+	}
+	if f.Payload[1] != 1 || s.vc == nil {
+		return // end of sequence, or nothing decodable yet
+	}
+	dts := s.ext.ext(f.Timestamp)
+	if s.lastVideo != 0 && dts > s.lastVideo {
+		s.lastDelta = dts - s.lastVideo
+	}
+	if f.Keyframe {
+		if s.sess == nil || s.sess.vc != s.vc || s.sess.ac != s.acfg {
+			s.finishSegment(dts)
+			s.newSession(dts)
+		}
+		if s.cur == nil || dts-s.cur.start >= s.cfg.segMin || s.overflowing() {
+			s.finishSegment(dts)
+			s.startSegment(dts)
+		}
+	}
+	if s.cur == nil || s.sess.vc == nil || dts < s.cur.start {
+		return
+	}
+	if s.cfg.parts && dts-s.partStart >= s.cfg.partTarget && dts > s.cur.start {
+		s.cutParts(dts)
+	}
+	s.lastVideo = dts
+	data := f.Payload[5:]
+	if s.sess.vc.nalLen != 4 {
+		d, err := toAVCC4(data, s.sess.vc.nalLen)
+		if err != nil {
+			return
+		}
+		data = d
+	}
+	kept := false
+	for r := Full; r <= Key; r++ {
+		t := s.sess.byRend[r]
+		if t == nil || !t.filter.keep(f) {
+			continue
+		}
+		kept = true
+		s.addVideo(t, dts, f, data)
+		if ts := s.cur.ts[r]; ts != nil {
+			s.writeTSVideo(ts, dts, f)
+		}
+	}
+	if kept {
+		s.version++
+	}
+}
+
+func (s *segmenter) pushAudio(f *av.Frame) {
+	if f.Codec != av.CodecAAC || len(f.Payload) < 2 {
+		return
+	}
+	if f.SeqHeader {
+		if s.acfg != nil && string(s.acfg.raw) == string(f.Payload) {
+			return
+		}
+		ac, err := parseAudioConfig(f.Payload)
+		if err != nil {
+			s.log.Warn("audio sequence header ignored", "err", err)
+			return
+		}
+		s.acfg = ac
+		return
+	}
+	if s.acfg == nil || len(f.Payload) < 3 {
+		return
+	}
+	ms := s.ext.ext(f.Timestamp)
+	if s.vc == nil {
+		// An audio-only stream: audio drives the segments.
+		if s.sess == nil || s.sess.ac != s.acfg || s.sess.vc != nil {
+			s.finishSegment(ms)
+			s.newSession(ms)
+		}
+		if s.cur == nil || ms-s.cur.start >= s.cfg.segMin || s.overflowing() {
+			s.finishSegment(ms)
+			s.startSegment(ms)
+		}
+		if s.cfg.parts && ms-s.partStart >= s.cfg.partTarget && ms > s.cur.start {
+			s.cutParts(ms)
+		}
+	}
+	if s.cur == nil || s.sess.audio == nil || s.sess.ac != s.acfg {
+		return
+	}
+	t := s.sess.audio
+	ac := s.sess.ac
+	pos := uint64(ms) * uint64(ac.sampleRate) / 1000
+	// Count samples from an anchor; re-anchor when the RTMP clock and the
+	// sample count drift apart by more than 100 ms (a gap in the audio).
+	if !t.anchored || absDiff(pos, t.nextAudio) > uint64(ac.sampleRate/10) {
+		t.nextAudio = pos
+		t.anchored = true
+	}
+	dts := t.nextAudio
+	t.nextAudio += uint64(ac.frameLen)
+	au := f.Payload[2:]
+	s.addSample(t, dts, uint32(ac.frameLen), 0, true, au)
+	s.lastAudio = ms + int64(ac.frameLen)*1000/int64(ac.sampleRate)
+	for r := Full; r < numRenditions; r++ {
+		if ts := s.cur.ts[r]; ts != nil {
+			s.writeTSAudio(ts, dts, au)
+		}
+	}
+	s.version++
+}
+
+func absDiff(a, b uint64) uint64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}
+
+// addVideo queues a video sample; the previous one gets its duration.
+func (s *segmenter) addVideo(t *track, dts int64, f *av.Frame, data []byte) {
+	d90 := uint64(dts) * 90
+	if t.hasPending {
+		p := t.pending
+		s.addSample(t, p.dts, uint32(d90-p.dts), p.cto, p.sync, p.data)
+	}
+	t.pending = pendingSample{dts: d90, cto: f.CTS * 90, sync: f.Keyframe, data: data}
+	t.hasPending = true
+}
+
+// flushPending gives the waiting video sample its duration up to end (90 kHz).
+func (s *segmenter) flushPending(t *track, end uint64) {
+	if !t.hasPending {
+		return
+	}
+	p := t.pending
+	t.hasPending = false
+	t.pending = pendingSample{}
+	if end <= p.dts {
+		end = p.dts + 90*uint64(max(s.lastDelta, 1))
+	}
+	s.addSample(t, p.dts, uint32(end-p.dts), p.cto, p.sync, p.data)
+}
+
+func (s *segmenter) addSample(t *track, dts uint64, dur uint32, cto int32, sync bool, data []byte) {
+	ts := s.cur.tracks[trackIndex(s.sess, t)]
+	if t.overflow || len(ts.data)+t.frag.bytes+len(data) > s.cfg.maxBytes {
+		if !t.overflow {
+			s.log.Warn("segment too big, dropping frames up to the next keyframe", "rendition", t.rend, "bytes", len(ts.data)+t.frag.bytes)
+		}
+		t.overflow = true
+		return
+	}
+	if !ts.hasStart {
+		ts.start = dts
+		ts.hasStart = true
+	}
+	if t.frag.empty() {
+		t.partSync = sync
+	}
+	t.frag.add(dts, dur, cto, sync, data)
+	ts.dur = dts + uint64(dur) - ts.start
+}
+
+func (s *segmenter) overflowing() bool {
+	for _, t := range s.sess.tracks {
+		if t.overflow {
+			return true
+		}
+	}
+	return false
+}
+
+func trackIndex(sess *session, t *track) int {
+	for i, x := range sess.tracks {
+		if x == t {
+			return i
+		}
+	}
+	return -1
+}
+
+// flushTrack writes the collected samples of t as one fragment of the current
+// segment, as a part when the track has parts.
+func (s *segmenter) flushTrack(t *track, asPart bool) {
+	if t.frag.empty() {
+		return
+	}
+	ts := s.cur.tracks[trackIndex(s.sess, t)]
+	dur := t.frag.duration()
+	before := len(ts.data)
+	var err error
+	ts.data, err = t.frag.flush(ts.data)
+	if err != nil {
+		s.log.Error("fragment", "rendition", t.rend, "err", err)
+		ts.data = ts.data[:before]
+		return
+	}
+	if asPart {
+		ts.parts = append(ts.parts, &part{
+			data:        ts.data[before:len(ts.data):len(ts.data)],
+			dur:         time.Duration(dur) * time.Second / time.Duration(t.timescale),
+			independent: t.partSync || !t.video,
+		})
+		if s.onPart != nil {
+			s.onPart(t.rend)
+		}
+	}
+}
+
+// cutParts ends the current low-latency parts at ms.
+func (s *segmenter) cutParts(ms int64) {
+	for _, t := range s.sess.tracks {
+		if !t.parts {
+			continue
+		}
+		if t.video {
+			s.flushPending(t, uint64(ms)*90)
+		}
+		s.flushTrack(t, true)
+	}
+	s.partStart = ms
+	s.version++
+}
+
+func (s *segmenter) newSession(ms int64) {
+	var id [4]byte
+	_, _ = rand.Read(id[:])
+	sess := &session{id: hex.EncodeToString(id[:]), vc: s.vc, ac: s.acfg, start: ms}
+	if s.sess != nil {
+		s.disc++
+	}
+	sess.disc = s.disc
+	if s.vc != nil {
+		init, err := videoInit(s.vc)
+		if err != nil {
+			s.log.Warn("video not packaged", "err", err)
+			sess.vc = nil
+		} else {
+			for r := Full; r <= Key; r++ {
+				t := &track{rend: r, video: true, timescale: videoTimescale, init: init, codec: s.vc.codec,
+					parts: s.cfg.parts && r == Full, filter: videoFilter{r: r}}
+				sess.tracks = append(sess.tracks, t)
+				sess.byRend[r] = t
+			}
+		}
+	}
+	if s.acfg != nil {
+		init, err := audioInit(s.acfg)
+		if err != nil {
+			s.log.Warn("audio not packaged", "err", err)
+			sess.ac = nil
+		} else {
+			t := &track{rend: Audio, timescale: uint32(s.acfg.sampleRate), init: init, codec: s.acfg.codec, parts: s.cfg.parts}
+			sess.tracks = append(sess.tracks, t)
+			sess.audio = t
+			sess.byRend[Audio] = t
+		}
+	}
+	// Segments of an older session cannot share a playlist with this one
+	// (one init segment per playlist): they go.
+	s.segs = s.segs[:0]
+	s.sess = sess
+	s.version++
+}
+
+func (s *segmenter) startSegment(ms int64) {
+	if s.sess == nil || len(s.sess.tracks) == 0 {
+		return
+	}
+	seg := &segment{msn: s.nextMSN, sess: s.sess, start: ms, wall: s.now()}
+	s.nextMSN++
+	seg.tracks = make([]*trackSeg, len(s.sess.tracks))
+	for i := range seg.tracks {
+		seg.tracks[i] = &trackSeg{}
+	}
+	for _, t := range s.sess.tracks {
+		t.overflow = false
+	}
+	if s.cfg.ts {
+		for r := Full; r < numRenditions; r++ {
+			if s.sess.hasRendition(r) {
+				seg.ts[r] = s.newTSSegment(r)
+			}
+		}
+	}
+	s.cur = seg
+	s.segs = append(s.segs, seg)
+	s.partStart = ms
+	s.version++
+}
+
+// finishSegment ends the segment in progress at ms.
+func (s *segmenter) finishSegment(ms int64) {
+	seg := s.cur
+	if seg == nil {
+		return
+	}
+	if ms <= seg.start {
+		ms = seg.start + max(s.lastDelta, 1)
+	}
+	for _, t := range s.sess.tracks {
+		if t.video {
+			s.flushPending(t, uint64(ms)*90)
+		}
+		s.flushTrack(t, t.parts)
+	}
+	seg.dur = ms - seg.start
+	for r := Full; r < numRenditions; r++ {
+		if ts := seg.ts[r]; ts != nil {
+			ts.finish()
+		}
+	}
+	seg.done = true
+	s.cur = nil
+	if s.onSegment != nil {
+		for i, t := range s.sess.tracks {
+			s.onSegment(t.rend, len(seg.tracks[i].data))
+		}
+	}
+	// Evict what nobody may ask for any more.
+	complete := len(s.segs)
+	if n := complete - s.cfg.keep; n > 0 {
+		clear(s.segs[:n])
+		s.segs = append(s.segs[:0], s.segs[n:]...)
+	}
+	s.version++
+}
+
+// endOfStream closes the segment in progress (the publisher left). The next
+// segment starts at the next keyframe.
+func (s *segmenter) endOfStream() {
+	end := s.lastVideo + max(s.lastDelta, 1)
+	if s.sess != nil && s.sess.vc == nil {
+		end = s.lastAudio
+	}
+	s.finishSegment(end)
+	if s.sess != nil {
+		for _, t := range s.sess.tracks {
+			t.filter.reset()
+			t.anchored = false
+		}
+	}
+}
+
+// complete returns the complete segments to list (at most cfg.count).
+func (s *segmenter) complete() []*segment {
+	n := len(s.segs)
+	if s.cur != nil {
+		n--
+	}
+	segs := s.segs[:n]
+	if len(segs) > s.cfg.count {
+		segs = segs[len(segs)-s.cfg.count:]
+	}
+	return segs
+}
+
+// find returns the segment with the given session id and number, or nil.
+func (s *segmenter) find(sid string, msn uint64) *segment {
+	for _, seg := range s.segs {
+		if seg.msn == msn && seg.sess.id == sid {
+			return seg
+		}
+	}
+	return nil
+}
+
+// bandwidth returns the peak and average bits per second of a track over the
+// complete segments kept.
+func (s *segmenter) bandwidth(t *track) (peak, avg int) {
+	if s.sess == nil {
+		return 0, 0
+	}
+	i := trackIndex(s.sess, t)
+	if i < 0 {
+		return 0, 0
+	}
+	var bytes, ms int64
+	for _, seg := range s.segs {
+		if !seg.done || seg.sess != s.sess || seg.dur <= 0 {
+			continue
+		}
+		b := int64(len(seg.tracks[i].data))
+		if bw := int(b * 8000 / seg.dur); bw > peak {
+			peak = bw
+		}
+		bytes += b
+		ms += seg.dur
+	}
+	if ms > 0 {
+		avg = int(bytes * 8000 / ms)
+	}
+	return peak, avg
+}

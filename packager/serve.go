@@ -1,0 +1,348 @@
+package packager
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// serve answers one request for a file of the stream.
+func (st *stream) serve(w http.ResponseWriter, r *http.Request, req fileReq) {
+	switch req.kind {
+	case fileMultivariant, fileMedia, fileManifest:
+		st.servePlaylist(w, r, req)
+	case fileInit:
+		st.serveInit(w, r, req)
+	case fileSegment, fileTS, fileSegmentTime:
+		st.serveSegment(w, r, req)
+	case filePart:
+		st.servePart(w, r, req)
+	default:
+		httpError(w, http.StatusNotFound, cacheNotFound)
+	}
+}
+
+// waitError answers a failed wait.
+func waitError(w http.ResponseWriter, err error) {
+	if errors.Is(err, context.Canceled) {
+		return // the client went away
+	}
+	retryLater(w)
+}
+
+// hasComplete reports whether a playlist can be made; st.mu is held.
+func (st *stream) hasComplete() bool { return len(st.seg.complete()) > 0 }
+
+func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req fileReq) {
+	msn, part, blocking, err := blockingParams(r)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, cacheNone)
+		return
+	}
+	cond := st.hasComplete
+	if blocking && req.kind == fileMedia {
+		cond = func() bool { return st.hasComplete() && st.reached(req.rend, msn, part) }
+		st.mu.Lock()
+		// The spec: a request more than two segments ahead is an error.
+		if st.seg.sess != nil && msn > st.seg.nextMSN+1 {
+			st.mu.Unlock()
+			httpError(w, http.StatusBadRequest, cacheNone)
+			return
+		}
+		st.mu.Unlock()
+	}
+	if err := st.waitFor(r.Context(), cond); err != nil {
+		st.mu.Unlock()
+		waitError(w, err)
+		return
+	}
+	if !st.seg.sess.hasRendition(req.rend) && req.kind == fileMedia {
+		st.mu.Unlock()
+		httpError(w, http.StatusNotFound, cacheNotFound)
+		return
+	}
+	key, kind, ctype := "", "hls", ctypeM3U8
+	switch req.kind {
+	case fileMultivariant:
+		key = "index.m3u8"
+	case fileMedia:
+		key = req.rend.String() + ".m3u8"
+	case fileManifest:
+		key, kind, ctype = "manifest.mpd|"+st.p.baseURL(r), "dash", ctypeMPD
+	}
+	out, err := st.render(key, kind, func() ([]byte, error) {
+		switch req.kind {
+		case fileMultivariant:
+			return st.multivariant()
+		case fileMedia:
+			return st.mediaPlaylist(req.rend)
+		}
+		return st.manifest(st.p.baseURL(r))
+	})
+	st.mu.Unlock()
+	if err != nil {
+		st.log.Error("render", "file", key, "err", err)
+		httpError(w, http.StatusInternalServerError, cacheNone)
+		return
+	}
+	st.p.serveBytes(w, r, out.body, ctype, cachePlaylist, out.etag, time.Time{})
+}
+
+// render returns the cached rendering of key for the current version, or
+// renders it once; st.mu is held, so concurrent requests share one rendering.
+func (st *stream) render(key, kind string, fn func() ([]byte, error)) (*rendered, error) {
+	v := st.seg.version
+	if c := st.cache[key]; c != nil && c.version == v {
+		return c, nil
+	}
+	body, err := fn()
+	if err != nil {
+		return nil, err
+	}
+	st.p.m.renders.WithLabelValues(kind).Inc()
+	c := &rendered{version: v, body: body, etag: `"` + st.seg.sess.id + "-" + strconv.FormatUint(v, 36) + `"`, mod: st.p.now()}
+	if len(st.cache) > 16 {
+		clear(st.cache) // bounded: a few keys per base URL
+	}
+	st.cache[key] = c
+	return c, nil
+}
+
+// blockingParams reads _HLS_msn and _HLS_part.
+func blockingParams(r *http.Request) (msn uint64, part int, blocking bool, err error) {
+	q := r.URL.Query()
+	m := q.Get("_HLS_msn")
+	p := q.Get("_HLS_part")
+	if m == "" {
+		if p != "" {
+			return 0, 0, false, errors.New("_HLS_part without _HLS_msn")
+		}
+		return 0, -1, false, nil
+	}
+	msn, err = strconv.ParseUint(m, 10, 63)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	part = -1
+	if p != "" {
+		pn, err := strconv.ParseUint(p, 10, 16)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		part = int(pn)
+	}
+	return msn, part, true, nil
+}
+
+// reached reports whether the playlist of rendition r contains segment msn
+// (part == -1) or part `part` of it; st.mu is held.
+func (st *stream) reached(r Rendition, msn uint64, part int) bool {
+	segs := st.seg.complete()
+	if len(segs) > 0 && segs[len(segs)-1].msn >= msn {
+		return true
+	}
+	if part < 0 {
+		return false
+	}
+	cur := st.seg.cur
+	if cur == nil || cur.msn < msn {
+		return false
+	}
+	if cur.msn > msn {
+		return true
+	}
+	t := st.seg.sess.byRend[r]
+	if t == nil || !t.parts {
+		return false
+	}
+	return len(cur.tracks[trackIndex(st.seg.sess, t)].parts) > part
+}
+
+func (st *stream) serveInit(w http.ResponseWriter, r *http.Request, req fileReq) {
+	if err := st.waitFor(r.Context(), func() bool { return st.seg.sess != nil }); err != nil {
+		st.mu.Unlock()
+		waitError(w, err)
+		return
+	}
+	sess := st.seg.sess
+	st.mu.Unlock()
+	t := sess.byRend[req.rend]
+	if sess.id != req.sid || t == nil {
+		httpError(w, http.StatusNotFound, cacheNotFound)
+		return
+	}
+	ctype := ctypeMP4V
+	if !t.video {
+		ctype = ctypeMP4A
+	}
+	st.p.serveBytes(w, r, t.init, ctype, cacheMedia, `"`+req.sid+"-"+req.rend.String()+`-init"`, time.Time{})
+}
+
+// lookup finds the segment a request names; st.mu is held.
+func (st *stream) lookup(req fileReq) *segment {
+	if req.kind != fileSegmentTime {
+		return st.seg.find(req.sid, req.n)
+	}
+	sess := st.seg.sess
+	if sess == nil || sess.id != req.sid || sess.byRend[req.rend] == nil {
+		return nil
+	}
+	i := trackIndex(sess, sess.byRend[req.rend])
+	for _, seg := range st.seg.segs {
+		if seg.sess == sess && seg.tracks[i].hasStart && seg.tracks[i].start == req.n {
+			return seg
+		}
+	}
+	return nil
+}
+
+// upcoming reports whether req names the next segment, not started yet;
+// st.mu is held.
+func (st *stream) upcoming(req fileReq) bool {
+	return req.kind != fileSegmentTime && st.seg.sess != nil && st.seg.sess.id == req.sid && req.n == st.seg.nextMSN
+}
+
+// segmentData returns what exists of the requested file of seg; st.mu is held.
+func (st *stream) segmentData(seg *segment, req fileReq) (data []byte, done, ok bool) {
+	if req.kind == fileTS {
+		ts := seg.ts[req.rend]
+		if ts == nil || ts.err {
+			return nil, false, false
+		}
+		return ts.data, ts.done, true
+	}
+	t := seg.sess.byRend[req.rend]
+	if t == nil {
+		return nil, false, false
+	}
+	return seg.tracks[trackIndex(seg.sess, t)].data, seg.done, true
+}
+
+func (st *stream) serveSegment(w http.ResponseWriter, r *http.Request, req fileReq) {
+	var seg *segment
+	err := st.waitFor(r.Context(), func() bool {
+		seg = st.lookup(req)
+		return seg != nil || !st.upcoming(req)
+	})
+	if err != nil {
+		st.mu.Unlock()
+		waitError(w, err)
+		return
+	}
+	if seg == nil {
+		st.mu.Unlock()
+		httpError(w, http.StatusNotFound, cacheNotFound)
+		return
+	}
+	data, done, ok := st.segmentData(seg, req)
+	st.mu.Unlock()
+	if !ok {
+		httpError(w, http.StatusNotFound, cacheNotFound)
+		return
+	}
+	ctype := ctypeMP4V
+	switch {
+	case req.kind == fileTS:
+		ctype = ctypeTS
+	case req.rend == Audio:
+		ctype = ctypeMP4A
+	}
+	if done {
+		st.p.serveBytes(w, r, data, ctype, cacheMedia, segmentETag(req, seg), seg.wall)
+		return
+	}
+	st.streamSegment(w, r, seg, req, ctype)
+}
+
+func segmentETag(req fileReq, seg *segment) string {
+	return `"` + req.sid + "-" + req.rend.String() + "-" + strconv.FormatUint(seg.msn, 10) + "-" + strconv.Itoa(int(req.kind)) + `"`
+}
+
+// streamSegment sends a segment that is still being written, chunk by chunk
+// as it grows, from the one buffer every reader shares. Each chunk's write
+// has its own deadline: a slow client loses its response, nobody else waits.
+func (st *stream) streamSegment(w http.ResponseWriter, r *http.Request, seg *segment, req fileReq, ctype string) {
+	h := w.Header()
+	h.Set("Content-Type", ctype)
+	h.Set("Cache-Control", cacheMedia)
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	rc := http.NewResponseController(w)
+	off := 0
+	deadline := time.Now().Add(st.p.cfg.MaxWait + st.p.cfg.SegmentMinDuration*4)
+	for {
+		st.mu.Lock()
+		data, done, _ := st.segmentData(seg, req)
+		ch, stopped := st.changed, st.stopped
+		st.mu.Unlock()
+		if off < len(data) {
+			_ = rc.SetWriteDeadline(time.Now().Add(st.p.cfg.WriteTimeout))
+			if _, err := w.Write(data[off:]); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
+			off = len(data)
+		}
+		if done || stopped {
+			return
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return // a segment that never ends: give up; the client retries
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (st *stream) servePart(w http.ResponseWriter, r *http.Request, req fileReq) {
+	var p *part
+	gone := false
+	err := st.waitFor(r.Context(), func() bool {
+		seg := st.seg.find(req.sid, req.n)
+		if seg == nil {
+			gone = !st.upcoming(req)
+			return gone
+		}
+		t := seg.sess.byRend[req.rend]
+		if t == nil || !t.parts {
+			gone = true
+			return true
+		}
+		parts := seg.tracks[trackIndex(seg.sess, t)].parts
+		if req.part < len(parts) {
+			p = parts[req.part]
+			return true
+		}
+		gone = seg.done // the segment ended before this part
+		return gone
+	})
+	st.mu.Unlock()
+	if err != nil {
+		waitError(w, err)
+		return
+	}
+	if gone || p == nil {
+		httpError(w, http.StatusNotFound, cacheNotFound)
+		return
+	}
+	ctype := ctypeMP4V
+	if req.rend == Audio {
+		ctype = ctypeMP4A
+	}
+	etag := `"` + req.sid + "-" + req.rend.String() + "-" + strconv.FormatUint(req.n, 10) + "." + strconv.Itoa(req.part) + `"`
+	st.p.serveBytes(w, r, p.data, ctype, cacheMedia, etag, time.Time{})
+}

@@ -1,0 +1,212 @@
+package packager
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/relaymesh/relaymesh/internal/av"
+)
+
+// stream is one stream being packaged: a pump goroutine feeding its
+// segmenter, and the state HTTP handlers read.
+type stream struct {
+	p         *Packager
+	app, name string
+	app_      AppConfig
+	log       *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	ready  chan struct{} // closed once subscribed (or failed: see startErr)
+	done   chan struct{} // closed when the pump has stopped
+
+	startErr   error
+	lastAccess atomic.Int64 // unix nanoseconds
+	viewers    *viewerSet
+
+	mu      sync.Mutex
+	seg     *segmenter
+	changed chan struct{} // closed and replaced on every change of seg
+	stopped bool
+	ast     time.Time // DASH availabilityStartTime: wall clock at media time 0
+	cache   map[string]*rendered
+	partMax [numRenditions]time.Duration // longest part so far (PART-TARGET)
+	segMax  time.Duration                // longest segment so far (TARGETDURATION)
+}
+
+// rendered is a playlist or manifest rendered once for a version of the stream.
+type rendered struct {
+	version uint64
+	body    []byte
+	etag    string
+	mod     time.Time
+}
+
+func (p *Packager) newStream(app, name string) *stream {
+	ctx, cancel := context.WithCancel(p.ctx)
+	st := &stream{
+		p: p, app: app, name: name, app_: p.cfg.app(app),
+		log:     p.cfg.Logger.With("app", app, "stream", name),
+		ctx:     ctx,
+		cancel:  cancel,
+		ready:   make(chan struct{}),
+		done:    make(chan struct{}),
+		viewers: newViewerSet(p.cfg.ViewerWindow, p.cfg.MaxViewersTracked),
+		changed: make(chan struct{}),
+		cache:   make(map[string]*rendered),
+	}
+	hls := st.app_.HLS
+	st.seg = newSegmenter(segmenterConfig{
+		segMin:     p.cfg.SegmentMinDuration.Milliseconds(),
+		partTarget: p.cfg.PartTarget.Milliseconds(),
+		count:      p.cfg.SegmentCount,
+		keep:       p.cfg.SegmentCount + 3,
+		maxBytes:   p.cfg.MaxSegmentBytes,
+		parts:      hls == HLSLowLatency,
+		ts:         hls == HLSMPEGTS,
+	}, st.log, p.now)
+	st.seg.onSegment = func(r Rendition, _ int) { p.m.segments.WithLabelValues(r.String()).Inc() }
+	st.seg.onPart = func(r Rendition) { p.m.parts.WithLabelValues(r.String()).Inc() }
+	st.touch()
+	return st
+}
+
+func (st *stream) touch() { st.lastAccess.Store(st.p.now().UnixNano()) }
+
+// start subscribes and runs the pump. It closes ready when subscribed.
+func (st *stream) start() {
+	defer close(st.done)
+	sctx, cancel := context.WithTimeout(st.ctx, st.p.cfg.MaxWait)
+	sub, err := st.p.src.Subscribe(sctx, st.app, st.name)
+	cancel()
+	if err != nil {
+		st.startErr = err
+		close(st.ready)
+		st.stop()
+		return
+	}
+	close(st.ready)
+	st.log.Info("packaging started")
+	st.p.m.streams.Inc()
+	defer st.p.m.streams.Dec()
+	defer sub.Close()
+	st.armLinger(st.p.cfg.Linger)
+	err = st.pump(sub)
+	st.stop()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		st.log.Info("packaging stopped", "err", err)
+	} else {
+		st.log.Info("packaging stopped")
+	}
+}
+
+// maxBatchBytes bounds the payload read from the hub at once.
+const maxBatchBytes = 1 << 20
+
+func (st *stream) pump(sub Subscription) error {
+	buf := make([]*av.Frame, 0, 256)
+	for {
+		frames, err := sub.Next(st.ctx, buf, maxBatchBytes)
+		if err != nil {
+			return err
+		}
+		st.mu.Lock()
+		v := st.seg.version
+		for _, f := range frames {
+			st.seg.push(f)
+		}
+		if st.seg.version != v {
+			st.noteChange()
+		}
+		st.mu.Unlock()
+		clear(frames)
+		buf = frames[:0]
+	}
+}
+
+// noteChange wakes the waiters; st.mu is held.
+func (st *stream) noteChange() {
+	if st.ast.IsZero() && st.seg.cur != nil && len(st.seg.segs) > 1 {
+		// The first segment is complete: the frame that cut it is live
+		// (the hub's GOP cache holds frames from the last keyframe only).
+		st.ast = st.p.now().Add(-time.Duration(st.seg.cur.start) * time.Millisecond)
+	}
+	close(st.changed)
+	st.changed = make(chan struct{})
+}
+
+// stop ends the stream: the pump stops, waiters wake up, the packager
+// forgets it.
+func (st *stream) stop() {
+	st.cancel()
+	st.mu.Lock()
+	if !st.stopped {
+		st.stopped = true
+		close(st.changed)
+	}
+	st.mu.Unlock()
+	st.p.forget(st)
+}
+
+// armLinger stops the stream once nobody asked for it for Linger.
+func (st *stream) armLinger(d time.Duration) {
+	time.AfterFunc(d, func() {
+		if st.ctx.Err() != nil {
+			return
+		}
+		if st.app_.AlwaysOn {
+			return
+		}
+		idle := st.p.now().Sub(time.Unix(0, st.lastAccess.Load()))
+		if idle >= st.p.cfg.Linger {
+			st.log.Debug("no viewers: stopping")
+			st.stop()
+			return
+		}
+		st.armLinger(st.p.cfg.Linger - idle)
+	})
+}
+
+// errStopped is returned by waits on a stream that has stopped.
+var errStopped = errors.New("packager: stream stopped")
+
+// waitFor waits until cond (called with st.mu held) is true, the stream
+// stops, ctx ends or MaxWait passes. It returns with st.mu held.
+func (st *stream) waitFor(ctx context.Context, cond func() bool) error {
+	var timer *time.Timer
+	st.mu.Lock()
+	for {
+		if cond() {
+			if timer != nil {
+				timer.Stop()
+			}
+			return nil
+		}
+		if st.stopped {
+			return errStopped
+		}
+		if timer == nil {
+			timer = time.NewTimer(st.p.cfg.MaxWait)
+			defer timer.Stop()
+		}
+		ch := st.changed
+		st.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			st.mu.Lock()
+			return ctx.Err()
+		case <-timer.C:
+			st.mu.Lock()
+			if cond() {
+				return nil
+			}
+			return context.DeadlineExceeded
+		}
+		st.mu.Lock()
+	}
+}
