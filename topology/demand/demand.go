@@ -1,7 +1,8 @@
 // Package demand decides where to open relays from viewer requests: the
 // demand bonus. Each request for stream s from vertex v adds
 // K / max(dist(v, L), Floor) to bonus[s][L] for every location L that could
-// host s but does not (an unreachable L gets nothing). Bonuses decay
+// host s but does not and is nearer to v than the server v was given (an
+// unreachable L gets nothing). Bonuses decay
 // exponentially with a half-life, applied lazily from the time of the last
 // update. When bonus[s][L] reaches Threshold the Tracker emits a decision to
 // open a relay for s at L and resets the bonus.
@@ -177,19 +178,32 @@ func (t *Tracker) decay(c cell, now int64) float64 {
 // MaxStreams) from vertex v at time now, and appends to dst a decision for
 // every location whose bonus crossed the threshold. Such a location is
 // marked hosted until SetHosted says otherwise.
-func (t *Tracker) Observe(now time.Time, s int, v graph.VertexID, dst []Decision) []Decision {
+//
+// served is the distance from v to the server the viewer was given
+// (distance.Inf when none could take it): only locations nearer than that
+// gather bonus, since a relay farther away than the viewer's server would
+// serve nobody better. Pass distance.Inf for the plain rule.
+func (t *Tracker) Observe(now time.Time, s int, v graph.VertexID, served float32, dst []Decision) []Decision {
+	return t.ObserveN(now, s, v, 1, served, dst)
+}
+
+// ObserveN records n simultaneous requests (a batch of retries, say): the
+// bonus grows by n·K/distance, and each location yields at most one
+// decision.
+func (t *Tracker) ObserveN(now time.Time, s int, v graph.VertexID, n float64, served float32, dst []Decision) []Decision {
 	row := t.table.Row(v)
-	if row == nil || s < 0 || s >= t.cfg.MaxStreams {
+	if row == nil || s < 0 || s >= t.cfg.MaxStreams || !(n > 0) || math.IsInf(n, 0) {
 		return dst
 	}
+	k := n * t.cfg.K
 	st := t.stream(s)
 	ns := now.UnixNano()
 	for j, d := range row {
-		if d == distance.Inf || !t.candidate[j] || st.hosted[j] || (t.caps[j] > 0 && t.open[j] >= t.caps[j]) {
+		if d == distance.Inf || d >= served || !t.candidate[j] || st.hosted[j] || (t.caps[j] > 0 && t.open[j] >= t.caps[j]) {
 			continue
 		}
 		c := &st.cells[j]
-		c.value = t.decay(*c, ns) + t.cfg.K/math.Max(float64(d), t.cfg.Floor)
+		c.value = t.decay(*c, ns) + k/math.Max(float64(d), t.cfg.Floor)
 		c.at = ns
 		if c.value >= t.cfg.Threshold {
 			loc := t.table.Dest(j)

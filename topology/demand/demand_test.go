@@ -32,12 +32,14 @@ func setup(t testing.TB, cfg Config) (*Tracker, func(string) graph.VertexID) {
 	return tr, func(id string) graph.VertexID { v, _ := g.Vertex(id); return v }
 }
 
+var inf = distance.Inf
+
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 func TestAccumulationAndDecay(t *testing.T) {
 	tr, v := setup(t, Config{K: 1, Threshold: 100, HalfLife: 10 * time.Second, Floor: 1})
 	t0 := time.Unix(1000, 0)
-	tr.Observe(t0, 0, v("V"), nil)
+	tr.Observe(t0, 0, v("V"), inf, nil)
 	for loc, want := range map[string]float64{"A": 1, "B": 0.25, "I": 0, "P": 0} {
 		if got := tr.Bonus(t0, 0, v(loc)); !near(got, want) {
 			t.Errorf("after one request: bonus at %s = %v, want %v", loc, got, want)
@@ -47,7 +49,7 @@ func TestAccumulationAndDecay(t *testing.T) {
 	if got := tr.Bonus(t1, 0, v("A")); !near(got, 0.5) {
 		t.Errorf("decayed bonus at A = %v, want 0.5", got)
 	}
-	tr.Observe(t1, 0, v("V"), nil)
+	tr.Observe(t1, 0, v("V"), inf, nil)
 	if got := tr.Bonus(t1, 0, v("A")); !near(got, 1.5) {
 		t.Errorf("bonus at A = %v, want 0.5 + 1", got)
 	}
@@ -58,7 +60,7 @@ func TestAccumulationAndDecay(t *testing.T) {
 		t.Errorf("two half-lives later: %v", got)
 	}
 	// Floor: a viewer at A itself adds K/Floor = 1, and 1/3 at B.
-	tr.Observe(t0, 1, v("A"), nil)
+	tr.Observe(t0, 1, v("A"), inf, nil)
 	if a, b := tr.Bonus(t0, 1, v("A")), tr.Bonus(t0, 1, v("B")); !near(a, 1) || !near(b, 1.0/3) {
 		t.Errorf("floor: A %v B %v", a, b)
 	}
@@ -69,11 +71,11 @@ func TestThresholdCrossing(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	var ds []Decision
 	for i := range 9 {
-		if ds = tr.Observe(t0, 2, v("V"), ds[:0]); len(ds) != 0 {
+		if ds = tr.Observe(t0, 2, v("V"), inf, ds[:0]); len(ds) != 0 {
 			t.Fatalf("request %d: early decision %v", i+1, ds)
 		}
 	}
-	ds = tr.Observe(t0, 2, v("V"), ds[:0])
+	ds = tr.Observe(t0, 2, v("V"), inf, ds[:0])
 	if len(ds) != 1 || ds[0].Location != v("A") || ds[0].Stream != 2 || !near(ds[0].Bonus, 10) {
 		t.Fatalf("10th request: %+v", ds)
 	}
@@ -84,13 +86,13 @@ func TestThresholdCrossing(t *testing.T) {
 		t.Errorf("bonus not reset: %v", got)
 	}
 	// A is now hosted: it gathers nothing; B keeps going (11 × 0.25).
-	tr.Observe(t0, 2, v("V"), nil)
+	tr.Observe(t0, 2, v("V"), inf, nil)
 	if a, b := tr.Bonus(t0, 2, v("A")), tr.Bonus(t0, 2, v("B")); a != 0 || !near(b, 2.75) {
 		t.Errorf("after opening: A %v B %v", a, b)
 	}
 	// The relay failed to open: A gathers again from zero.
 	tr.SetHosted(2, v("A"), false)
-	tr.Observe(t0, 2, v("V"), nil)
+	tr.Observe(t0, 2, v("V"), inf, nil)
 	if a := tr.Bonus(t0, 2, v("A")); !near(a, 1) {
 		t.Errorf("after SetHosted(false): %v", a)
 	}
@@ -100,7 +102,7 @@ func TestCapsAndUnreachable(t *testing.T) {
 	tr, v := setup(t, Config{K: 1, Threshold: 1, Caps: map[string]int{"A": 1}})
 	t0 := time.Unix(1000, 0)
 	tr.SetHosted(3, v("A"), true) // A's one slot is taken by stream 3
-	ds := tr.Observe(t0, 4, v("V"), nil)
+	ds := tr.Observe(t0, 4, v("V"), inf, nil)
 	for _, d := range ds {
 		if d.Location == v("A") || d.Location == v("I") || d.Location == v("P") {
 			t.Fatalf("decision at a capped, unreachable or primary location: %v", d)
@@ -110,7 +112,7 @@ func TestCapsAndUnreachable(t *testing.T) {
 		t.Errorf("capped location gathered %v", got)
 	}
 	tr.Forget(3)
-	if ds := tr.Observe(t0, 4, v("V"), nil); len(ds) != 1 || ds[0].Location != v("A") {
+	if ds := tr.Observe(t0, 4, v("V"), inf, nil); len(ds) != 1 || ds[0].Location != v("A") {
 		t.Fatalf("after Forget: %v", ds)
 	}
 }
@@ -122,7 +124,7 @@ func TestNoDecisionAtInfiniteDistance(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	for s := range 50 {
 		for _, from := range []string{"V", "A", "B", "P"} {
-			for _, d := range tr.Observe(t0, s, v(from), nil) {
+			for _, d := range tr.Observe(t0, s, v(from), inf, nil) {
 				if d.Location == v("I") {
 					t.Fatalf("opened at unreachable I: %v", d)
 				}
@@ -130,7 +132,7 @@ func TestNoDecisionAtInfiniteDistance(t *testing.T) {
 		}
 	}
 	// From I itself only I is reachable.
-	ds := tr.Observe(t0, 99, v("I"), nil)
+	ds := tr.Observe(t0, 99, v("I"), inf, nil)
 	if len(ds) != 1 || ds[0].Location != v("I") {
 		t.Fatalf("from I: %v", ds)
 	}
@@ -153,7 +155,33 @@ func BenchmarkObserve(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		ds = tr.Observe(now.Add(time.Duration(i)*time.Millisecond), i%8, graph.VertexID(i)%n, ds[:0])
+		ds = tr.Observe(now.Add(time.Duration(i)*time.Millisecond), i%8, graph.VertexID(i)%n, inf, ds[:0])
 		i++
+	}
+}
+
+func TestObserveN(t *testing.T) {
+	tr, v := setup(t, Config{K: 2, Threshold: 1000})
+	t0 := time.Unix(1000, 0)
+	tr.ObserveN(t0, 0, v("V"), 10, inf, nil)
+	if a, b := tr.Bonus(t0, 0, v("A")), tr.Bonus(t0, 0, v("B")); !near(a, 20) || !near(b, 5) {
+		t.Fatalf("A %v B %v, want 10·2/1 and 10·2/4", a, b)
+	}
+	if ds := tr.ObserveN(t0, 0, v("V"), -1, inf, nil); len(ds) != 0 || !near(tr.Bonus(t0, 0, v("A")), 20) {
+		t.Fatal("negative batch counted")
+	}
+}
+
+// Locations not nearer than the viewer's own server gather nothing.
+func TestServedDistance(t *testing.T) {
+	tr, v := setup(t, Config{K: 1, Threshold: 100})
+	t0 := time.Unix(1000, 0)
+	tr.Observe(t0, 0, v("V"), 4, nil) // served at distance 4: A (1) gains, B (4) does not
+	if a, b := tr.Bonus(t0, 0, v("A")), tr.Bonus(t0, 0, v("B")); !near(a, 1) || b != 0 {
+		t.Fatalf("A %v B %v", a, b)
+	}
+	tr.Observe(t0, 0, v("V"), 1, nil) // served at A itself: nothing nearer
+	if a := tr.Bonus(t0, 0, v("A")); !near(a, 1) {
+		t.Fatalf("A %v", a)
 	}
 }

@@ -46,6 +46,10 @@ type Result struct {
 	Dist   float32  // graph distance from the viewer to the server
 	Ties   int      // candidates at the minimal distance
 	Reason Reason
+	// Nearest is the distance to the nearest server carrying the stream
+	// whatever its load (the primary included): what the viewer would get
+	// if capacity were no object. It feeds the demand bonus.
+	Nearest float32
 }
 
 // eligible reports whether server i can take one more viewer of a stream
@@ -91,14 +95,22 @@ func (m *Mesh) Choose(v graph.VertexID, s StreamID, r Rand) Result {
 	}
 	cs := w.carriers[s]
 	kbps := w.kbps[s]
+	nearest := distance.Inf
+	if w.primary != NoServer {
+		nearest = row[w.servers[w.primary].dest]
+	}
+	for _, c := range cs {
+		nearest = min(nearest, row[w.servers[c].dest])
+	}
 	if res, ok := w.pick(row, cs, kbps, false, r, m.cfg.TieTolerance); ok {
+		res.Nearest = nearest
 		return res
 	}
 	if res, ok := w.pick(row, cs, kbps, true, r, m.cfg.TieTolerance); ok {
-		res.Reason = ReasonReserve
+		res.Reason, res.Nearest = ReasonReserve, nearest
 		return res
 	}
-	return Result{Server: NoServer, Dist: distance.Inf, Reason: ReasonFull}
+	return Result{Server: NoServer, Dist: distance.Inf, Reason: ReasonFull, Nearest: nearest}
 }
 
 // pick chooses among the eligible candidates of one tier: regular carriers

@@ -401,8 +401,8 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 			capSum += s.capacity[r.server]
 		}
 	}
-	// Close drained relays.
-	for _, r := range g.relays {
+	// Close drained relays (iterating over a copy: remove edits g.relays).
+	for _, r := range append([]*relay(nil), g.relays...) {
 		if r.state == draining && (r.viewers == 0 || now.Sub(r.drainAt) >= s.cfg.DrainTimeout) {
 			why := "drained"
 			if r.viewers > 0 {
@@ -468,21 +468,33 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 		if now.Sub(g.belowSince) < s.cfg.Hold {
 			return dst
 		}
-		var victim *relay
+		// Drain down to the count that puts the load half-way between the
+		// watermarks (at least one relay while there are viewers). A relay
+		// that is the last of its stream at its location and still has
+		// viewers stays: it brings the stream close to them.
+		keep := int(math.Ceil(want / ((s.cfg.High + s.cfg.Low) / 2 * capR)))
+		drain := n - keep
+		perLoc := map[graph.VertexID]int{}
 		for _, r := range active {
-			if r.state == ready && now.Sub(r.opened) >= s.cfg.MinLifetime && (victim == nil || r.viewers < victim.viewers) {
-				victim = r
+			perLoc[s.g.Servers()[r.server].Vertex]++
+		}
+		sort.SliceStable(active, func(i, j int) bool { return active[i].viewers < active[j].viewers })
+		for _, r := range active {
+			if drain <= 0 {
+				break
 			}
+			loc := s.g.Servers()[r.server].Vertex
+			if r.state != ready || now.Sub(r.opened) < s.cfg.MinLifetime || (r.viewers > 0 && perLoc[loc] == 1) {
+				continue
+			}
+			perLoc[loc]--
+			drain--
+			r.state, r.drainAt = draining, now
+			dst = append(dst, Decision{Action: ActionDrain, Server: r.server, Stream: r.stream, Location: loc,
+				Reason: fmt.Sprintf("stream %s in region %s: %.0f viewers (%.0f predicted) over %d relays stayed below the low watermark %.0f per relay for %s: drain %s (%.0f viewers), keeping %d",
+					s.name(g.key.stream), region, total, pred, n, low, s.cfg.Hold, s.g.Servers()[r.server].ID, r.viewers, keep)})
 		}
-		if victim == nil {
-			return dst
-		}
-		victim.state, victim.drainAt = draining, now
 		g.belowSince = now // the next drain waits another hold time
-		dst = append(dst, Decision{Action: ActionDrain, Server: victim.server, Stream: victim.stream,
-			Location: s.g.Servers()[victim.server].Vertex,
-			Reason: fmt.Sprintf("stream %s in region %s: %.0f viewers (%.0f predicted) over %d relays stayed below the low watermark %.0f per relay for %s: drain %s (%.0f viewers)",
-				s.name(g.key.stream), region, total, pred, n, low, s.cfg.Hold, s.g.Servers()[victim.server].ID, victim.viewers)})
 	default:
 		g.belowSince = time.Time{}
 	}
