@@ -298,7 +298,9 @@ func (a *Authority) request(c *client, b *batch, e *sharedobject.Event) {
 			b.others = append(b.others, sharedobject.Event{Type: sharedobject.EventRemove, Key: e.Key})
 			b.changed = true
 		}
-		if e.Type == sharedobject.EventRequestChange {
+		// A removal is confirmed by Success to a relay (so that its replica can
+		// pair the answer with the request) and by Remove to other clients.
+		if e.Type == sharedobject.EventRequestChange || c.info.Role == access.RoleRelay {
 			b.reply = append(b.reply, sharedobject.Event{Type: sharedobject.EventSuccess, Key: e.Key})
 		} else {
 			b.reply = append(b.reply, sharedobject.Event{Type: sharedobject.EventRemove, Key: e.Key})

@@ -9,12 +9,13 @@
 // primary or to another relay, which sees this relay as one client of role
 // relay). It is pure: no sockets, no goroutines.
 //
-// Answer pairing: upstream answers each forwarded RequestChange with Success
-// (accepted) or with the slot's current content (Change or Remove)
-// immediately followed by a Status event (refused), in request order; a
-// RequestRemove is answered by Remove (to everyone) or the same refusal
-// pair. The proxy keeps a FIFO of pending requests per slot and matches
-// answers to them.
+// Answer pairing: upstream answers each forwarded RequestChange and
+// RequestRemove, in request order, with exactly one of: Success (accepted; a
+// relay's removals are confirmed with Success too, where a viewer gets
+// Remove), or the slot's current content (Change or Remove) immediately
+// followed by a Status event (refused). The proxy keeps a FIFO of pending
+// requests per slot and matches answers to them; broadcast Change and
+// Remove events never touch it.
 package replica
 
 import (
@@ -64,9 +65,10 @@ type object struct {
 }
 
 type pendingReq struct {
-	client so.ClientID
-	remove bool // RequestRemove (else RequestChange)
-	value  any
+	client  so.ClientID
+	remove  bool // RequestRemove (else RequestChange)
+	value   any
+	refused string // refused here with this status; queued behind earlier requests for the slot
 }
 
 // New returns a Proxy.
@@ -215,7 +217,16 @@ func (p *Proxy) FromClient(id so.ClientID, m so.Message) (toUpstream []so.Messag
 				continue
 			}
 			if code := p.check(c, obj, e); code != "" {
-				local = append(local, refusal(obj.state, e.Key, code)...)
+				switch {
+				case len(obj.pending[e.Key]) == 0:
+					local = append(local, refusal(obj.state, e.Key, code)...)
+				case obj.npending >= 4*p.cfg.Limits.PendingPerObject:
+					p.log.Warn("shared object: request dropped, too many pending", "client", id, "object", obj.name, "key", e.Key)
+				default:
+					// Answer in order: after the pending requests for this slot.
+					obj.pending[e.Key] = append(obj.pending[e.Key], pendingReq{client: id, refused: code})
+					obj.npending++
+				}
 				continue
 			}
 			remove := e.Type == so.EventRequestRemove
@@ -315,24 +326,64 @@ func (p *Proxy) release(c *client, name string, up []so.Message) []so.Message {
 	return up
 }
 
-// UpstreamReset is called when the upstream connection was lost and a new
-// one is up: every object goes back to waiting for upstream's state, pending
-// requests are forgotten (their requesters get the true state with the
-// re-sync), and the returned Use messages must be sent on the new
-// connection. When upstream answers, every local client gets Clear and the
-// full state.
-func (p *Proxy) UpstreamReset() []so.Message {
+// UpstreamLost is called as soon as the upstream connection is gone (its
+// reader stopped). Every object goes back to waiting for upstream's state;
+// every pending request is answered, in order, with its slot's current
+// content and SharedObject.UpstreamFailure (it may or may not have been
+// applied: the re-sync tells); until the re-sync, local writes are refused
+// the same way, so nothing but uses is forwarded meanwhile. It returns the
+// messages for local clients. Messages produced for the old connection must
+// be dropped.
+func (p *Proxy) UpstreamLost() []so.Outgoing {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var up []so.Message
+	_, out := p.emit(nil, p.lost())
+	return out
+}
+
+func (p *Proxy) lost() []so.Outgoing {
+	var out []so.Outgoing
 	for _, name := range sortedNames(p.objects) {
 		obj := p.objects[name]
 		obj.synced = false
+		var f fan
+		keys := make([]string, 0, len(obj.pending))
+		for k := range obj.pending {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			for _, r := range obj.pending[k] {
+				code := r.refused
+				if code == "" {
+					code = so.StatusUpstreamFailure
+				}
+				f.only(r.client, refusal(obj.state, k, code)...)
+			}
+		}
 		clear(obj.pending)
 		obj.npending = 0
+		out = f.build(obj, obj.state.Version, out)
+	}
+	return out
+}
+
+// UpstreamReset is called when a new upstream connection is up: it returns
+// one Use per object, to send on the new connection. When upstream answers,
+// every local client gets Clear and the full state; clients that were
+// waiting also get UseSuccess. Call UpstreamLost first; if it was not
+// called, UpstreamReset does its work and hands the refusals to
+// Config.Deliver (they are dropped when Deliver is not set).
+func (p *Proxy) UpstreamReset() []so.Message {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	refusals := p.lost()
+	var up []so.Message
+	for _, name := range sortedNames(p.objects) {
+		obj := p.objects[name]
 		up = append(up, so.Message{Name: name, Persistent: obj.persistent, Events: []so.Event{{Type: so.EventUse}}})
 	}
-	up, _ = p.emit(up, nil)
+	up, _ = p.emit(up, refusals)
 	return up
 }
 

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	so "github.com/relaymesh/relaymesh/internal/sharedobject"
+	"github.com/relaymesh/relaymesh/internal/sharedobject/access"
 )
 
 var timeNow = time.Now
@@ -76,6 +77,19 @@ func (f *fan) build(obj *object, version uint32, out []so.Outgoing) []so.Outgoin
 	return out
 }
 
+// drainRefused answers the requests refused here that were queued behind the
+// request just answered.
+func (obj *object) drainRefused(key string, f *fan) {
+	for {
+		q := obj.pending[key]
+		if len(q) == 0 || q[0].refused == "" {
+			return
+		}
+		r, _ := obj.popPending(key)
+		f.only(r.client, refusal(obj.state, key, r.refused)...)
+	}
+}
+
 // popPending removes and returns the oldest pending request for key.
 func (obj *object) popPending(key string) (pendingReq, bool) {
 	q := obj.pending[key]
@@ -92,11 +106,9 @@ func (obj *object) popPending(key string) (pendingReq, bool) {
 	return r, true
 }
 
-func (obj *object) headPending(key string) (pendingReq, bool) {
-	if q := obj.pending[key]; len(q) > 0 {
-		return q[0], true
-	}
-	return pendingReq{}, false
+func (p *Proxy) isRelay(id so.ClientID) bool {
+	c := p.clients[id]
+	return c != nil && c.role == access.RoleRelay
 }
 
 // set stores an authoritative value in the replica.
@@ -155,30 +167,33 @@ func (p *Proxy) FromUpstream(m so.Message) []so.Outgoing {
 				i++ // the status belongs to the refusal
 				if r, ok := obj.popPending(e.Key); ok {
 					f.only(r.client, e, evs[i])
+					obj.drainRefused(e.Key, &f)
 				} else {
 					f.all(e) // nobody to tell; keep every local copy equal to the replica
 				}
 				continue
 			}
-			if r, ok := obj.headPending(e.Key); ok && r.remove && e.Type == so.EventRemove {
-				obj.popPending(e.Key)
-			}
-			f.all(e)
+			f.all(e) // a broadcast: pending requests are answered by Success or a refusal only
 		case so.EventSuccess:
 			r, ok := obj.popPending(e.Key)
-			if !ok || r.remove {
-				p.log.Warn("shared object: success from upstream without a pending change", "object", obj.name, "key", e.Key)
+			if !ok {
+				p.log.Warn("shared object: success from upstream without a pending request", "object", obj.name, "key", e.Key)
 				continue
 			}
-			if so.IsDelete(r.value) {
+			if r.remove || so.IsDelete(r.value) {
 				obj.state.Delete(e.Key)
-				f.only(r.client, e)
+				if r.remove && !p.isRelay(r.client) {
+					f.only(r.client, so.Event{Type: so.EventRemove, Key: e.Key})
+				} else {
+					f.only(r.client, e)
+				}
 				f.others(r.client, so.Event{Type: so.EventRemove, Key: e.Key})
 			} else {
 				p.set(obj, e.Key, r.value)
 				f.only(r.client, e)
 				f.others(r.client, so.Event{Type: so.EventChange, Key: e.Key, Value: r.value})
 			}
+			obj.drainRefused(e.Key, &f)
 		case so.EventSendMessage:
 			f.all(e)
 		case so.EventStatus:
