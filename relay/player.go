@@ -85,6 +85,17 @@ func (v *viewer) Poll(dst []*av.Frame, maxBytes int) ([]*av.Frame, error) {
 	return frames, err
 }
 
+// Err implements rtmp.MediaSource.
+func (v *viewer) Err() error {
+	if err := v.sub.Err(); err != nil {
+		return err
+	}
+	if v.expired.Load() {
+		return errGraceExpired
+	}
+	return nil
+}
+
 // Close implements rtmp.MediaSource.
 func (v *viewer) Close() {
 	v.once.Do(func() {

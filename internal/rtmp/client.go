@@ -64,6 +64,14 @@ func Dial(ctx context.Context, u URL, cfg ConnConfig, log *slog.Logger) (*Client
 	if err != nil {
 		return nil, err
 	}
+	return DialConn(ctx, nc, u, cfg, log)
+}
+
+// DialConn is Dial over a connection the caller made (e.g. throttled).
+func DialConn(ctx context.Context, nc net.Conn, u URL, cfg ConnConfig, log *slog.Logger) (*ClientConn, error) {
+	cfg = cfg.WithDefaults()
+	dctx, cancel := context.WithTimeout(ctx, cfg.HandshakeTimeout)
+	defer cancel()
 	stop := context.AfterFunc(dctx, func() { _ = nc.SetDeadline(time.Now()) })
 	c, err := Client(nc, cfg, log)
 	if !stop() {
@@ -76,7 +84,7 @@ func Dial(ctx context.Context, u URL, cfg ConnConfig, log *slog.Logger) (*Client
 		return nil, err
 	}
 	cc := &ClientConn{Conn: c, URL: u, txid: 1}
-	if err := cc.connect(ctx); err != nil {
+	if err := cc.connect(dctx); err != nil {
 		c.Close(err)
 		return nil, err
 	}

@@ -26,6 +26,10 @@ type ConnConfig struct {
 	BatchBytes       int           // media bytes gathered into one writev at most (default 256 KiB)
 	WindowAckSize    uint32        // acknowledgement window announced to the peer (default 2.5 MB)
 	SendBuffer       int           // SO_SNDBUF for the socket; 0 keeps the kernel's auto-tuning
+	// MaxInflight is how much media (by timestamps) may wait in the kernel's
+	// socket buffer for a slow peer before the writer holds further frames
+	// back in the hub, where the drop policy applies (default 500ms).
+	MaxInflight time.Duration
 
 	// ConnectProps are extra properties a client sends in its connect
 	// command object (a relay marks itself so upstreams treat it as one).
@@ -52,6 +56,9 @@ func (c ConnConfig) WithDefaults() ConnConfig {
 	if c.BatchBytes <= 0 {
 		c.BatchBytes = 256 << 10
 	}
+	if c.MaxInflight <= 0 {
+		c.MaxInflight = 500 * time.Millisecond
+	}
 	if c.WindowAckSize == 0 {
 		c.WindowAckSize = 2500000
 	}
@@ -63,6 +70,9 @@ func (c ConnConfig) WithDefaults() ConnConfig {
 // whenever frames become pending.
 type MediaSource interface {
 	Poll(dst []*av.Frame, maxBytes int) ([]*av.Frame, error)
+	// Err reports, without consuming frames, why the source ended (nil while
+	// it plays), so that a writer holding media back still notices.
+	Err() error
 	Close()
 }
 
@@ -107,10 +117,15 @@ type Conn struct {
 
 	readTimeout atomic.Int64 // ns; 0 = none
 	peerWindow  atomic.Uint32
-	lastAck     uint64
-	closed      chan struct{}
-	closeOnce   sync.Once
-	writerDone  chan struct{}
+	inflight    *inflight // nil when the socket cannot report its queue
+
+	// Owned by the writer: media timestamps of the batch being built.
+	batchMedia            bool
+	batchFirst, batchLast uint32
+	lastAck               uint64
+	closed                chan struct{}
+	closeOnce             sync.Once
+	writerDone            chan struct{}
 
 	// Stats.
 	BytesIn  atomic.Uint64
@@ -140,6 +155,7 @@ func newConn(nc net.Conn, cfg ConnConfig, log *slog.Logger) *Conn {
 		writerDone: make(chan struct{}),
 	}
 	c.readTimeout.Store(int64(cfg.ReadTimeout))
+	c.inflight = newInflight(nc)
 	return c
 }
 
@@ -386,13 +402,22 @@ func (c *Conn) control(m Message) (bool, error) {
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
 	var (
-		ctrl   []Message
-		frames []*av.Frame
-		binds  []*binding
+		ctrl    []Message
+		frames  []*av.Frame
+		binds   []*binding
+		holdOff *time.Timer // wakes a writer that held media back
 	)
+	holdC := func() <-chan time.Time {
+		if holdOff == nil {
+			return nil
+		}
+		return holdOff.C
+	}
+	maxInflight := c.cfg.MaxInflight.Milliseconds()
 	for {
 		select {
 		case <-c.notify:
+		case <-holdC():
 		case <-c.closed:
 			return
 		}
@@ -411,7 +436,30 @@ func (c *Conn) writeLoop() {
 				}
 			}
 			clear(ctrl)
+			// Hold media back while the kernel already holds enough of it.
+			held := len(binds) > 0 && c.inflight != nil && c.inflight.lagMS() > maxInflight
+			if held {
+				if holdOff == nil {
+					holdOff = time.NewTimer(20 * time.Millisecond)
+				} else {
+					holdOff.Reset(20 * time.Millisecond)
+				}
+			}
 			var failed error
+			if held {
+				for _, b := range binds {
+					if err := b.src.Err(); err != nil {
+						if b.onErr != nil {
+							for _, m := range b.onErr(err) {
+								c.writer.Append(&m)
+							}
+						}
+						failed = err
+					}
+				}
+				binds = binds[:0]
+			}
+			c.batchMedia = false
 			for _, b := range binds {
 				if c.writer.Pending() >= c.cfg.BatchBytes {
 					c.wake() // more to do after this flush
@@ -446,15 +494,27 @@ func (c *Conn) writeLoop() {
 				return
 			}
 			c.BytesOut.Add(uint64(pending))
+			if c.inflight != nil {
+				c.inflight.wrote(pending, c.batchMedia, c.batchFirst, c.batchLast)
+			}
 			if failed != nil {
 				c.Close(failed)
 				return
+			}
+			if held {
+				break
 			}
 		}
 	}
 }
 
 func (c *Conn) appendFrame(b *binding, f *av.Frame) {
+	if f.Kind != av.KindEvent {
+		if !c.batchMedia {
+			c.batchMedia, c.batchFirst = true, f.Timestamp
+		}
+		c.batchLast = f.Timestamp
+	}
 	switch f.Kind {
 	case av.KindAudio:
 		c.writer.AppendMedia(TypeAudio, b.streamID, f.Timestamp, f.Payload)

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// requireTool skips when a real client is missing on a developer's machine,
+// and fails in CI, where .ci/run installs it.
+func requireTool(t *testing.T, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if _, err := exec.LookPath(name); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is required in CI but not installed", name)
+			}
+			t.Skipf("%s not installed: skipping (apt-get install %s)", name, name)
+		}
+	}
+}
+
+// freeAddr returns a loopback address with a port free at the moment.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// node is a primary or relay run in-process through its subcommand.
+type testNode struct {
+	rtmp, http string
+	cancel     context.CancelFunc
+	done       chan error
+}
+
+func (n *testNode) stop(t *testing.T) {
+	t.Helper()
+	n.cancel()
+	select {
+	case err := <-n.done:
+		if err != nil {
+			t.Errorf("node %s: %v", n.rtmp, err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Errorf("node %s did not stop within 15s", n.rtmp)
+	}
+}
+
+// startNode runs a subcommand (primary or relay) with its --rtmp and --http
+// addresses chosen here, and waits until it accepts connections.
+func startNode(t *testing.T, run func(context.Context, []string) error, rtmpAddr string, args ...string) *testNode {
+	t.Helper()
+	if rtmpAddr == "" {
+		rtmpAddr = freeAddr(t)
+	}
+	n := &testNode{rtmp: rtmpAddr, http: freeAddr(t), done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	level := os.Getenv("RELAYMESH_TEST_LOG") // e.g. debug, to see the servers' logs
+	if level == "" {
+		level = "warn"
+	}
+	args = append([]string{"--rtmp", n.rtmp, "--http", n.http, "--log-level", level}, args...)
+	go func() { n.done <- run(ctx, args) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", n.rtmp)
+		if err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case err := <-n.done:
+			t.Fatalf("node exited: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s not listening", n.rtmp)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-n.done:
+		case <-time.After(15 * time.Second):
+		}
+	})
+	return n
+}
+
+// publisher is a real ffmpeg pushing an H.264/AAC test pattern.
+type publisher struct {
+	cmd    *exec.Cmd
+	stderr *strings.Builder
+}
+
+// startPublisher pushes testsrc2 + sine to url in real time for d, with a
+// 2-second GOP at kbps kbit/s and no B-frames.
+func startPublisher(t *testing.T, url string, d time.Duration, kbps int) *publisher {
+	t.Helper()
+	k := strconv.Itoa(kbps) + "k"
+	args := []string{"-hide_banner", "-loglevel", "error", "-re",
+		"-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25",
+		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100",
+		"-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-pix_fmt", "yuv420p",
+		"-g", "50", "-b:v", k, "-maxrate", k, "-bufsize", k,
+		"-c:a", "aac", "-b:a", "64k",
+		"-t", strconv.Itoa(int(d.Seconds())), "-f", "flv", url}
+	cmd := exec.Command("ffmpeg", args...)
+	p := &publisher{cmd: cmd, stderr: &strings.Builder{}}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.kill)
+	return p
+}
+
+func (p *publisher) kill() {
+	if p.cmd.Process != nil {
+		_ = p.cmd.Process.Kill()
+		_, _ = p.cmd.Process.Wait()
+	}
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/relaymesh/relaymesh/loadtest/swarm"
+)
+
+func init() {
+	register(command{name: "loadtest", summary: "drive a server with swarms of real protocol clients (loadtest rtmp …)", run: runLoadtest})
+}
+
+func runLoadtest(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] != "rtmp" {
+		fmt.Fprintln(os.Stderr, "usage: relaymesh loadtest rtmp --url rtmp://HOST:PORT/APP/NAME --viewers N [--ramp 5s] [--duration 30s] [--slow K --slow-rate 300kbit] [--json]")
+		return flag.ErrHelp
+	}
+	fs := flag.NewFlagSet("loadtest rtmp", flag.ContinueOnError)
+	url := fs.String("url", "", "stream to play, rtmp://HOST:PORT/APP/NAME (required)")
+	viewers := fs.Int("viewers", 10, "number of players")
+	ramp := fs.Duration("ramp", 5*time.Second, "spread the connects over this long")
+	duration := fs.Duration("duration", 30*time.Second, "how long each player plays")
+	slow := fs.Int("slow", 0, "how many players read at --slow-rate")
+	slowRate := fs.String("slow-rate", "300kbit", "read rate of slow players (e.g. 300kbit, 1.5mbit)")
+	asJSON := fs.Bool("json", false, "print one JSON object on stdout instead of a readable report")
+	perViewer := fs.Bool("per-viewer", false, "include every player in the JSON report")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *url == "" {
+		return errors.New("--url is required")
+	}
+	bps, err := parseRate(*slowRate)
+	if err != nil {
+		return err
+	}
+	r, err := swarm.Run(ctx, swarm.Config{
+		URL: *url, Viewers: *viewers, Ramp: *ramp, Duration: *duration,
+		Slow: *slow, SlowRate: bps, Progress: os.Stderr,
+	})
+	if err != nil {
+		return err
+	}
+	if !*perViewer {
+		r.PerViewer = nil
+	}
+	if *asJSON {
+		return json.NewEncoder(os.Stdout).Encode(r)
+	}
+	fmt.Printf("%s: %d/%d connected, first frame p50 %.0f ms p99 %.0f ms, %.1f Mbit/s delivered\n",
+		r.URL, r.Connected, r.Viewers, r.FirstFrameP50, r.FirstFrameP99, r.Mbps)
+	fmt.Printf("  every first video frame a keyframe after its sequence header: %v\n", r.AllFirstOK)
+	for _, c := range []struct {
+		name string
+		c    swarm.Class
+	}{{"normal", r.Normal}, {"slow", r.SlowClass}} {
+		if c.c.Viewers > 0 {
+			fmt.Printf("  %-6s %d players: %.0f frames each (min %d), %.2f Mbit/s, %d gaps (%d not at a keyframe), max lag %.0f ms\n",
+				c.name, c.c.Viewers, c.c.MeanFrames, c.c.MinFrames, c.c.MeanMbps, c.c.Gaps, c.c.GapsNotAtKey, c.c.MaxLag)
+		}
+	}
+	for _, e := range r.Errors {
+		fmt.Println("  error:", e)
+	}
+	return nil
+}
+
+// parseRate reads "300kbit", "2.5mbit", "500000" (bits per second).
+func parseRate(s string) (int64, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	mult := 1.0
+	for _, u := range []struct {
+		suffix string
+		m      float64
+	}{{"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9}, {"bit", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.m
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("rate %q: want e.g. 300kbit", s)
+	}
+	return int64(v * mult), nil
+}

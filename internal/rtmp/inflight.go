@@ -1,0 +1,92 @@
+package rtmp
+
+import (
+	"net"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// inflight tracks how much media the kernel still holds for the peer: bytes
+// handed to the socket minus the bytes the kernel reports unsent (SIOCOUTQ),
+// mapped back to the timestamps of the frames written. The writer stops
+// feeding a connection whose in-flight media exceeds a limit, so the backlog
+// of a slow viewer stays in the hub's queue, where the drop policy can act on
+// it, instead of in socket buffers where nothing can be dropped.
+type inflight struct {
+	raw     syscall.RawConn
+	outq    int
+	control func(fd uintptr)
+
+	written uint64        // bytes handed to the kernel
+	batches [64]batchMark // ring of recent media batches
+	head, n int
+	newest  uint32 // timestamp of the newest media frame written
+	any     bool
+}
+
+type batchMark struct {
+	end     uint64 // written offset after the batch
+	firstTS uint32 // first media timestamp in the batch
+}
+
+func newInflight(nc net.Conn) *inflight {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	f := &inflight{raw: raw}
+	f.control = func(fd uintptr) {
+		n, err := unix.IoctlGetInt(int(fd), unix.SIOCOUTQ)
+		if err != nil {
+			n = 0
+		}
+		f.outq = n
+	}
+	return f
+}
+
+// wrote records a flushed batch of n bytes whose media frames span
+// [firstTS, lastTS] (hasMedia false for control-only batches).
+func (f *inflight) wrote(n int, hasMedia bool, firstTS, lastTS uint32) {
+	f.written += uint64(n)
+	if !hasMedia {
+		return
+	}
+	if f.n == len(f.batches) {
+		f.head = (f.head + 1) % len(f.batches)
+		f.n--
+	}
+	f.batches[(f.head+f.n)%len(f.batches)] = batchMark{end: f.written, firstTS: firstTS}
+	f.n++
+	f.newest = lastTS
+	f.any = true
+}
+
+// lagMS is the media time between the frame the kernel is delivering now and
+// the newest frame written.
+func (f *inflight) lagMS() int64 {
+	if !f.any {
+		return 0
+	}
+	if err := f.raw.Control(f.control); err != nil {
+		return 0
+	}
+	delivered := f.written - uint64(f.outq)
+	for f.n > 0 && f.batches[f.head].end <= delivered {
+		f.head = (f.head + 1) % len(f.batches)
+		f.n--
+	}
+	if f.n == 0 {
+		return 0
+	}
+	d := int32(f.newest - f.batches[f.head].firstTS)
+	if d < 0 {
+		return 0
+	}
+	return int64(d)
+}

@@ -1,0 +1,379 @@
+// Package swarm is a swarm of light RTMP players: one goroutine each, no
+// decoding beyond FLV tag headers. It measures what viewers of a relaymesh
+// server (or any RTMP server) experience: connection success, time to first
+// frame, frames and bytes, timestamp gaps (frames dropped for them), whether
+// video always restarts at a keyframe, and lag behind the live edge.
+package swarm
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/relaymesh/relaymesh/internal/rtmp"
+	"golang.org/x/time/rate"
+)
+
+// Config of a swarm run.
+type Config struct {
+	URL      string        // rtmp://host:port/app/name
+	Viewers  int           // how many players
+	Ramp     time.Duration // spread the connects over this long
+	Duration time.Duration // how long each player plays after it connected (run ends by Ramp+Duration)
+	Slow     int           // how many of the players read at SlowRate
+	SlowRate int64         // bits per second for slow players (default 300 kbit/s)
+	// RecvBuffer sets SO_RCVBUF of slow players, bytes (default 32 KiB), so
+	// the kernel does not hide their slowness behind megabytes of buffer.
+	RecvBuffer int
+	// Record, when set, is called for each player; a non-nil writer gets the
+	// player's stream as an FLV file.
+	Record func(id int, slow bool) io.WriteCloser
+	// Progress, when set, receives a progress line every second.
+	Progress io.Writer
+	Log      *slog.Logger
+}
+
+// Viewer is what one player saw.
+type Viewer struct {
+	ID          int     `json:"id"`
+	Slow        bool    `json:"slow"`
+	Connected   bool    `json:"connected"`
+	Error       string  `json:"error,omitempty"`
+	FirstFrame  float64 `json:"first_frame_ms"` // from dial to the first video frame
+	Frames      int64   `json:"frames"`
+	VideoFrames int64   `json:"video_frames"`
+	AudioFrames int64   `json:"audio_frames"`
+	Bytes       int64   `json:"bytes"`
+	// FirstVideoOK: the first video frame was a keyframe and a sequence header came before it.
+	FirstVideoOK bool `json:"first_video_ok"`
+	// Gaps counts jumps in video timestamps larger than twice the frame interval.
+	Gaps int `json:"gaps"`
+	// GapsNotAtKey counts gaps after which the next video frame was not a keyframe.
+	GapsNotAtKey int     `json:"gaps_not_at_key"`
+	MaxLag       float64 `json:"max_lag_ms"` // behind the live edge, after the first 3 s
+	MeanLag      float64 `json:"mean_lag_ms"`
+
+	offsets []lagSample
+}
+
+type lagSample struct {
+	at     time.Duration // since the player connected
+	offset int64         // wall ms - stream ms
+}
+
+// Report summarises a run.
+type Report struct {
+	URL            string   `json:"url"`
+	Viewers        int      `json:"viewers"`
+	Connected      int      `json:"connected"`
+	Failed         int      `json:"failed"`
+	FirstFrameP50  float64  `json:"first_frame_p50_ms"`
+	FirstFrameP99  float64  `json:"first_frame_p99_ms"`
+	Frames         int64    `json:"frames"`
+	Bytes          int64    `json:"bytes"`
+	Mbps           float64  `json:"mbps"`
+	AllFirstOK     bool     `json:"all_first_video_ok"`
+	Normal         Class    `json:"normal"`
+	SlowClass      Class    `json:"slow"`
+	Errors         []string `json:"errors,omitempty"`
+	Elapsed        float64  `json:"elapsed_s"`
+	PerViewer      []Viewer `json:"per_viewer,omitempty"`
+	withoutViewers bool
+}
+
+// Class aggregates normal or slow players.
+type Class struct {
+	Viewers      int     `json:"viewers"`
+	MeanFrames   float64 `json:"mean_frames"`
+	MinFrames    int64   `json:"min_frames"`
+	Gaps         int     `json:"gaps"`
+	GapsNotAtKey int     `json:"gaps_not_at_key"`
+	MaxLag       float64 `json:"max_lag_ms"`
+	MeanMbps     float64 `json:"mean_mbps"`
+}
+
+// Run plays cfg.Viewers players and returns the report once every player
+// is done (Ramp + Duration, or ctx).
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	u, err := rtmp.ParseURL(cfg.URL, 1)
+	if err != nil {
+		return nil, err
+	}
+	if u.Name == "" {
+		return nil, fmt.Errorf("%s: no stream name", cfg.URL)
+	}
+	if cfg.Viewers <= 0 {
+		return nil, fmt.Errorf("viewers must be positive")
+	}
+	if cfg.SlowRate <= 0 {
+		cfg.SlowRate = 300_000
+	}
+	if cfg.RecvBuffer <= 0 {
+		cfg.RecvBuffer = 32 << 10
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	start := time.Now()
+	viewers := make([]*Viewer, cfg.Viewers)
+	var wg sync.WaitGroup
+	var live atomic.Int64
+	var frames, bytes atomic.Int64
+	stopProgress := make(chan struct{})
+	if cfg.Progress != nil {
+		go progress(cfg.Progress, start, cfg.Viewers, &live, &frames, &bytes, stopProgress)
+	}
+	for i := 0; i < cfg.Viewers; i++ {
+		if cfg.Ramp > 0 && cfg.Viewers > 1 {
+			at := start.Add(time.Duration(int64(cfg.Ramp) * int64(i) / int64(cfg.Viewers-1)))
+			select {
+			case <-time.After(time.Until(at)):
+			case <-ctx.Done():
+			}
+		}
+		v := &Viewer{ID: i, Slow: i < cfg.Slow}
+		viewers[i] = v
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			play(ctx, cfg, u, v, &live, &frames, &bytes)
+		}()
+	}
+	wg.Wait()
+	close(stopProgress)
+	return summarize(cfg, viewers, time.Since(start)), nil
+}
+
+func progress(w io.Writer, start time.Time, n int, live, frames, bytes *atomic.Int64, stop chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var lastBytes int64
+	for {
+		select {
+		case <-stop:
+			fmt.Fprintln(w)
+			return
+		case <-t.C:
+			b := bytes.Load()
+			fmt.Fprintf(w, "\r%5.0fs  playing %d/%d  frames %d  %.1f Mbit/s   ", time.Since(start).Seconds(), live.Load(), n, frames.Load(), float64(b-lastBytes)*8/1e6)
+			lastBytes = b
+		}
+	}
+}
+
+// throttled reads at most rate bits per second.
+type throttled struct {
+	net.Conn
+	lim *rate.Limiter
+	ctx context.Context
+}
+
+func (t *throttled) Read(p []byte) (int, error) {
+	if len(p) > 4096 {
+		p = p[:4096]
+	}
+	if err := t.lim.WaitN(t.ctx, len(p)); err != nil {
+		return 0, err
+	}
+	return t.Conn.Read(p)
+}
+
+func play(ctx context.Context, cfg Config, u rtmp.URL, v *Viewer, live, frames, bytes *atomic.Int64) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Duration+10*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		v.Error = err.Error()
+		return
+	}
+	if v.Slow {
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(cfg.RecvBuffer)
+		}
+		bytesPerSec := float64(cfg.SlowRate) / 8
+		nc = &throttled{Conn: nc, lim: rate.NewLimiter(rate.Limit(bytesPerSec), 4096), ctx: ctx}
+	}
+	cc, err := rtmp.DialConn(ctx, nc, u, rtmp.ConnConfig{ReadTimeout: 15 * time.Second}, cfg.Log)
+	if err != nil {
+		v.Error = err.Error()
+		nc.Close()
+		return
+	}
+	defer cc.Close(nil)
+	stop := context.AfterFunc(ctx, func() { cc.Close(ctx.Err()) })
+	defer stop()
+	if _, err := cc.Play(ctx, u.Name); err != nil {
+		v.Error = err.Error()
+		return
+	}
+	v.Connected = true
+	live.Add(1)
+	defer live.Add(-1)
+	var rec *flvWriter
+	if cfg.Record != nil {
+		if w := cfg.Record(v.ID, v.Slow); w != nil {
+			rec = newFLVWriter(w)
+			defer rec.Close()
+		}
+	}
+	end := time.Now().Add(cfg.Duration)
+	playStart := time.Now()
+	var (
+		sawSeq, sawVideo bool
+		lastVTS          uint32
+		minDelta         uint32 = math.MaxUint32
+		lastSample       time.Duration = -time.Hour
+	)
+	for time.Now().Before(end) {
+		m, err := cc.ReadMessage()
+		if err != nil {
+			if ctx.Err() == nil && time.Now().Before(end) {
+				v.Error = err.Error()
+			}
+			return
+		}
+		if m.Type != rtmp.TypeAudio && m.Type != rtmp.TypeVideo && m.Type != rtmp.TypeDataAMF0 {
+			continue
+		}
+		now := time.Now()
+		v.Frames++
+		v.Bytes += int64(len(m.Payload))
+		frames.Add(1)
+		bytes.Add(int64(len(m.Payload)))
+		if rec != nil {
+			rec.Write(m.Type, m.Timestamp, m.Payload)
+		}
+		switch m.Type {
+		case rtmp.TypeAudio:
+			v.AudioFrames++
+		case rtmp.TypeVideo:
+			if len(m.Payload) < 2 {
+				continue
+			}
+			key := m.Payload[0]>>4 == 1
+			seq := m.Payload[0]&0x0f == 7 && m.Payload[1] == 0
+			if seq {
+				sawSeq = true
+				continue
+			}
+			v.VideoFrames++
+			if !sawVideo {
+				sawVideo = true
+				v.FirstFrame = float64(now.Sub(t0).Microseconds()) / 1000
+				v.FirstVideoOK = key && sawSeq
+				lastVTS = m.Timestamp
+				break
+			}
+			if m.Timestamp > lastVTS {
+				delta := m.Timestamp - lastVTS
+				if delta < minDelta {
+					minDelta = delta
+				} else if minDelta > 0 && minDelta < math.MaxUint32 && delta > 2*minDelta && delta > 50 {
+					v.Gaps++
+					// The frame that closes the gap is the one after it.
+					if !key {
+						v.GapsNotAtKey++
+					}
+				}
+			}
+			lastVTS = m.Timestamp
+		}
+		if at := now.Sub(playStart); at-lastSample >= 100*time.Millisecond {
+			lastSample = at
+			v.offsets = append(v.offsets, lagSample{at: at, offset: now.UnixMilli() - int64(m.Timestamp)})
+		}
+	}
+}
+
+func summarize(cfg Config, vs []*Viewer, elapsed time.Duration) *Report {
+	r := &Report{URL: cfg.URL, Viewers: len(vs), AllFirstOK: true, Elapsed: elapsed.Seconds()}
+	// The live edge: the smallest wall-minus-stream offset any player saw.
+	edge := int64(math.MaxInt64)
+	for _, v := range vs {
+		for _, s := range v.offsets {
+			edge = min(edge, s.offset)
+		}
+	}
+	var firsts []float64
+	for _, v := range vs {
+		var sum float64
+		var n int
+		for _, s := range v.offsets {
+			if s.at < 3*time.Second {
+				continue
+			}
+			lag := float64(s.offset - edge)
+			v.MaxLag = math.Max(v.MaxLag, lag)
+			sum += lag
+			n++
+		}
+		if n > 0 {
+			v.MeanLag = sum / float64(n)
+		}
+		v.offsets = nil
+		if !v.Connected {
+			r.Failed++
+			if len(r.Errors) < 10 && v.Error != "" {
+				r.Errors = append(r.Errors, v.Error)
+			}
+			continue
+		}
+		r.Connected++
+		r.Frames += v.Frames
+		r.Bytes += v.Bytes
+		if v.VideoFrames > 0 {
+			firsts = append(firsts, v.FirstFrame)
+		}
+		if !v.FirstVideoOK {
+			r.AllFirstOK = false
+		}
+		c := &r.Normal
+		if v.Slow {
+			c = &r.SlowClass
+		}
+		if c.Viewers == 0 || v.Frames < c.MinFrames {
+			c.MinFrames = v.Frames
+		}
+		c.Viewers++
+		c.MeanFrames += float64(v.Frames)
+		c.Gaps += v.Gaps
+		c.GapsNotAtKey += v.GapsNotAtKey
+		c.MaxLag = math.Max(c.MaxLag, v.MaxLag)
+		c.MeanMbps += float64(v.Bytes) * 8 / 1e6 / cfg.Duration.Seconds()
+	}
+	for _, c := range []*Class{&r.Normal, &r.SlowClass} {
+		if c.Viewers > 0 {
+			c.MeanFrames /= float64(c.Viewers)
+			c.MeanMbps /= float64(c.Viewers)
+		}
+	}
+	if r.Connected == 0 {
+		r.AllFirstOK = false
+	}
+	sort.Float64s(firsts)
+	r.FirstFrameP50 = percentile(firsts, 0.50)
+	r.FirstFrameP99 = percentile(firsts, 0.99)
+	r.Mbps = float64(r.Bytes) * 8 / 1e6 / elapsed.Seconds()
+	r.PerViewer = make([]Viewer, len(vs))
+	for i, v := range vs {
+		r.PerViewer[i] = *v
+	}
+	return r
+}
+
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
