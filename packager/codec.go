@@ -41,6 +41,11 @@ func parseVideoConfig(payload []byte) (*videoConfig, error) {
 	if len(dcr.SPSnalus) == 0 || len(dcr.PPSnalus) == 0 {
 		return nil, fmt.Errorf("%w: AVC configuration without SPS or PPS", errCodec)
 	}
+	for _, n := range append(dcr.SPSnalus[:len(dcr.SPSnalus):len(dcr.SPSnalus)], dcr.PPSnalus...) {
+		if len(n) == 0 {
+			return nil, fmt.Errorf("%w: empty parameter set", errCodec)
+		}
+	}
 	sps, err := parseSPS(dcr.SPSnalus[0])
 	if err != nil {
 		return nil, err
