@@ -1,6 +1,7 @@
 package sharedobjects
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,5 +147,24 @@ func TestMemoryStore(t *testing.T) {
 	snap, ok, _ := s.Load("live/room", "p")
 	if !ok || snap.Slots["k"] != "v" || snap.Version != 2 {
 		t.Errorf("%v %#v", ok, snap)
+	}
+}
+
+func TestRunFlushesUntilCancelled(t *testing.T) {
+	var s MemoryStore
+	a := newAuth(t, Config{Store: &s})
+	connect(t, a, access.RoleViewer, 1)
+	a.Handle(1, use("p", true))
+	a.Handle(1, set("p", "k", "v"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		a.Run(ctx, time.Hour)
+		close(done)
+	}()
+	cancel()
+	<-done
+	if _, ok, _ := s.Load("live/room", "p"); !ok {
+		t.Error("Run did not flush on exit")
 	}
 }
