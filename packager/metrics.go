@@ -15,6 +15,7 @@ type metrics struct {
 	viewers  *prometheus.GaugeVec   // HTTP viewers, by app and stream
 	streams  prometheus.Gauge       // streams being packaged
 	requests *prometheus.CounterVec // HTTP requests, by status code
+	waiting  prometheus.Gauge       // requests waiting for a file that does not exist yet
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -47,11 +48,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "relaymesh", Subsystem: "packager", Name: "http_requests_total",
 			Help: "HTTP requests, by status code.",
 		}, []string{"code"}),
+		waiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "relaymesh", Subsystem: "packager", Name: "waiting_requests",
+			Help: "Requests waiting for a playlist update, part or segment that does not exist yet.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.segments, m.parts, m.bytes, m.renders, m.viewers, m.streams, m.requests} {
+	for _, c := range []prometheus.Collector{m.segments, m.parts, m.bytes, m.renders, m.viewers, m.streams, m.requests, m.waiting} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

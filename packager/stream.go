@@ -192,6 +192,8 @@ func (st *stream) waitFor(ctx context.Context, cond func() bool) error {
 		if timer == nil {
 			timer = time.NewTimer(st.p.cfg.MaxWait)
 			defer timer.Stop()
+			st.p.m.waiting.Inc()
+			defer st.p.m.waiting.Dec()
 		}
 		ch := st.changed
 		st.mu.Unlock()
