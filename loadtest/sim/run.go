@@ -85,7 +85,12 @@ type run struct {
 	opt                 Options
 	log                 *slog.Logger
 	g                   *graph.Graph
-	mesh                *placement.Mesh
+	mesh                *placement.Mesh   // redirector 0, also used for static lookups
+	meshes              []*placement.Mesh // one view per redirector
+	rr                  int               // round-robin over redirectors
+	actual              []int64           // true viewers per server
+	kbps                []int64           // true kbit/s per server
+	strKbps             []int64           // bitrate per stream
 	table               *distance.Table
 	tracker             *demand.Tracker
 	scaler              *scaling.Scaler
@@ -124,13 +129,19 @@ func Run(ctx context.Context, sc *Scenario, opt Options) (*Summary, error) {
 	g := sc.graph
 	r := &run{
 		sc: sc, opt: opt, log: log, g: g,
-		mesh:      placement.New(g, placement.Config{}),
+		mesh:      placement.New(g, placement.Config{Peers: sc.Redirectors}),
 		rng:       rand.New(rand.NewPCG(seed, seed^0x5eed)),
 		relays:    map[relayKey]bool{},
 		atLoc:     map[[2]int32]int{},
 		lastOpen:  map[regionKey]time.Time{},
 		lastClose: map[regionKey]time.Time{},
 	}
+	r.meshes = []*placement.Mesh{r.mesh}
+	for range sc.Redirectors - 1 {
+		r.meshes = append(r.meshes, placement.New(g, placement.Config{Peers: sc.Redirectors}))
+	}
+	r.actual = make([]int64, len(g.Servers()))
+	r.kbps = make([]int64, len(g.Servers()))
 	r.table = r.mesh.Table()
 	r.tracker = demand.New(demand.Config{
 		K: sc.Demand.K, Threshold: sc.Demand.Threshold, HalfLife: sc.Demand.HalfLife,
@@ -146,10 +157,14 @@ func Run(ctx context.Context, sc *Scenario, opt Options) (*Summary, error) {
 		r.oscWindow = 3 * time.Minute
 	}
 	for _, s := range sc.Streams {
-		id, err := r.mesh.AddStream(s.ID, s.BitrateMbps)
-		if err != nil {
-			return nil, err
+		var id placement.StreamID
+		for _, m := range r.meshes {
+			var err error
+			if id, err = m.AddStream(s.ID, s.BitrateMbps); err != nil {
+				return nil, err
+			}
 		}
+		r.strKbps = append(r.strKbps, int64(s.BitrateMbps*1000))
 		r.scaler.SetStreamName(int(id), s.ID)
 		r.byStrm = append(r.byStrm, nil)
 	}
@@ -228,7 +243,9 @@ func (r *run) activate(now time.Time) {
 			continue
 		}
 		if r.relays[p.key] {
-			r.mesh.Open(p.key.server, p.key.stream)
+			for _, m := range r.meshes {
+				m.Open(p.key.server, p.key.stream)
+			}
 			r.scaler.Ready(int(p.key.server), int(p.key.stream))
 		}
 	}
@@ -257,7 +274,9 @@ func (r *run) audienceStep(now time.Time, t time.Duration, a *audience) {
 // place asks placement for n viewers of a; those that get no server wait.
 func (r *run) place(now time.Time, a *audience, n int64, claims placement.Claims) {
 	for n > 0 {
-		res := r.mesh.ChooseSticky(a.vertex, a.stream, claims, r.rng)
+		m := r.meshes[r.rr%len(r.meshes)]
+		r.rr++
+		res := m.ChooseSticky(a.vertex, a.stream, claims, r.rng)
 		r.sum.Requests++
 		if res.Server == placement.NoServer {
 			// Everyone still waiting gets the same answer this tick; they all
@@ -268,7 +287,8 @@ func (r *run) place(now time.Time, a *audience, n int64, claims placement.Claims
 			return
 		}
 		r.ds = r.tracker.Observe(now, int(a.stream), a.vertex, res.Nearest, r.ds[:0])
-		r.mesh.AddViewers(res.Server, a.stream, 1)
+		m.AddViewers(res.Server, a.stream, 1)
+		r.account(res.Server, a.stream, 1)
 		a.add(res.Server, 1)
 		a.waiting--
 		n--
@@ -303,13 +323,35 @@ func (r *run) expire(now time.Time, a *audience) {
 		}
 		h.n -= k
 		a.watch -= k
-		r.mesh.AddViewers(h.server, a.stream, -k)
+		r.leave(h.server, a.stream, k)
 		a.waiting += k
 		before := a.waiting - k
 		r.place(now, a, k, placement.Claims{})
 		if moved := k - (a.waiting - before); moved > 0 {
 			r.sum.ViewersReplaced += moved
 		}
+	}
+}
+
+// account records n viewers of stream s arriving on (or, negative,
+// leaving) a server in the true load.
+func (r *run) account(id placement.ServerID, s placement.StreamID, n int64) {
+	r.actual[id] += n
+	r.kbps[id] += n * r.strKbps[s]
+}
+
+// leave takes n viewers of s off a server: in the true load and in every
+// redirector's view (viewers that leave free their place at once).
+func (r *run) leave(id placement.ServerID, s placement.StreamID, n int64) {
+	r.account(id, s, -n)
+	for _, m := range r.meshes {
+		m.AddViewers(id, s, -n)
+	}
+}
+
+func (r *run) closeAll(k relayKey) {
+	for _, m := range r.meshes {
+		m.Close(k.server, k.stream)
 	}
 }
 
@@ -325,7 +367,7 @@ func (r *run) depart(a *audience, n int64) {
 		h.n -= k
 		a.watch -= k
 		left -= k
-		r.mesh.AddViewers(h.server, a.stream, -k)
+		r.leave(h.server, a.stream, k)
 	}
 	for left > 0 { // the remainder, at random among the holders
 		h := &a.on[r.rng.IntN(len(a.on))]
@@ -335,7 +377,7 @@ func (r *run) depart(a *audience, n int64) {
 		h.n--
 		a.watch--
 		left--
-		r.mesh.AddViewers(h.server, a.stream, -1)
+		r.leave(h.server, a.stream, 1)
 	}
 }
 
@@ -351,10 +393,37 @@ func (r *run) evict(now time.Time, server placement.ServerID, s placement.Stream
 		n := a.on[i].n
 		a.on[i].n = 0
 		a.watch -= n
-		r.mesh.AddViewers(server, s, -n)
+		r.leave(server, s, n)
 		r.sum.ViewersMigrated += n
 		a.waiting += n
 		r.place(now, a, n, placement.Claims{Server: id, Stream: r.mesh.StreamName(s)})
+	}
+}
+
+// shed moves viewers off servers above their hard limit: their tokens no
+// longer hold them there (they come back and are placed elsewhere).
+func (r *run) shed(now time.Time) {
+	for i, n := range r.actual {
+		id := placement.ServerID(i)
+		hard := int64(r.mesh.Server(id).HardViewers)
+		if hard == 0 || n <= hard {
+			continue
+		}
+		excess := n - hard
+		for _, a := range r.aud {
+			j, ok := a.idx[id]
+			if !ok || a.on[j].n == 0 || excess == 0 {
+				continue
+			}
+			k := min(a.on[j].n, excess)
+			excess -= k
+			a.on[j].n -= k
+			a.watch -= k
+			r.leave(id, a.stream, k)
+			r.sum.ViewersShed += k
+			a.waiting += k
+			r.place(now, a, k, placement.Claims{})
+		}
 	}
 }
 
@@ -429,17 +498,27 @@ func (r *run) sample(now time.Time) {
 			r.open(now, d)
 		case scaling.ActionDrain:
 			r.log.Debug("drain", "reason", d.Reason)
-			r.mesh.Close(k.server, k.stream)
+			r.closeAll(k)
 			r.evict(now, k.server, k.stream)
 		case scaling.ActionClose:
 			r.log.Debug("close", "reason", d.Reason)
-			r.mesh.Close(k.server, k.stream)
+			r.closeAll(k)
 			r.evict(now, k.server, k.stream)
 			r.closeRelay(now, k)
 		}
 	}
+	r.shed(now)
+	// Every redirector learns the true load and the prediction.
 	for _, k := range keys {
-		r.mesh.SetPredicted(k.server, int64(r.scaler.Predicted(int(k.server))))
+		p := int64(r.scaler.Predicted(int(k.server)))
+		for _, m := range r.meshes {
+			m.SetPredicted(k.server, p)
+		}
+	}
+	for id := range r.actual {
+		for _, m := range r.meshes {
+			m.SetLoad(placement.ServerID(id), r.actual[id], float64(r.kbps[id])/1000)
+		}
 	}
 }
 
@@ -469,7 +548,7 @@ func (r *run) stats(dt float64) {
 	r.sum.ViewersPeak = max(r.sum.ViewersPeak, r.viewers())
 	for i := range r.mesh.NumServers() {
 		id := placement.ServerID(i)
-		n, mbps := r.mesh.Load(id)
+		n, mbps := r.actual[i], float64(r.kbps[i])/1000
 		if n == 0 && mbps == 0 {
 			continue
 		}

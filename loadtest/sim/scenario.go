@@ -37,6 +37,7 @@ type Scenario struct {
 	SampleInterval time.Duration `yaml:"sample_interval"` // relay load reports; default 2s
 	RelayStartup   time.Duration `yaml:"relay_startup"`   // open decision → serving; default 5s
 	TokenTTL       time.Duration `yaml:"token_ttl"`       // sticky assignment lifetime; default 5m
+	Redirectors    int           `yaml:"redirectors"`     // independent placement views, synced at samples; default 1
 	Seed           uint64        `yaml:"seed"`
 	Graph          yaml.Node     `yaml:"graph"` // a path (relative to the scenario) or an inline graph; default the built-in world
 	Primary        PrimarySpec   `yaml:"primary"`
@@ -161,6 +162,12 @@ func (sc *Scenario) check(name string) error {
 	}
 	if sc.RelayStartup == 0 {
 		sc.RelayStartup = 5 * time.Second
+	}
+	if sc.Redirectors == 0 {
+		sc.Redirectors = 1
+	}
+	if sc.Redirectors < 0 || sc.Redirectors > 64 {
+		return fail("redirectors %d: want 1 to 64", sc.Redirectors)
 	}
 	if sc.TokenTTL == 0 {
 		sc.TokenTTL = 5 * time.Minute

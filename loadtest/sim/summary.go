@@ -21,6 +21,7 @@ type Summary struct {
 	ViewerSecondsWaiting float64 `json:"viewer_seconds_waiting"`
 	ViewersMigrated      int64   `json:"viewers_migrated"`
 	ViewersReplaced      int64   `json:"viewers_replaced_on_token_expiry"`
+	ViewersShed          int64   `json:"viewers_shed_over_hard_limit"`
 
 	RelaysOpened          int `json:"relays_opened"`
 	RelaysOpenedByDemand  int `json:"relays_opened_by_demand"`
@@ -47,6 +48,7 @@ viewers
   rejected (retry later)     %d  (%.0f viewer-seconds waiting)
   moved off drained relays   %d
   placed again (token expiry) %d
+  shed over hard limit       %d
 relays
   opened                     %d  (%d by demand bonus, %d in the reserve pool)
   closed                     %d
@@ -59,7 +61,7 @@ distance stretch (assigned / best possible, per viewer-second)
   mean                       %.3f
   p99                        %.3f
 `, s.Scenario, s.Seed, s.Scale, s.SimSeconds, s.WallSeconds,
-		s.ViewersPeak, s.Requests, s.DecisionsPerSecond, s.RequestsRejected, s.ViewerSecondsWaiting, s.ViewersMigrated, s.ViewersReplaced,
+		s.ViewersPeak, s.Requests, s.DecisionsPerSecond, s.RequestsRejected, s.ViewerSecondsWaiting, s.ViewersMigrated, s.ViewersReplaced, s.ViewersShed,
 		s.RelaysOpened, s.RelaysOpenedByDemand, s.RelaysOpenedInReserve, s.RelaysClosed, s.RelaysPeak, s.RelaysAtEnd, s.Oscillations,
 		s.PeakUtilization*100, s.RelaySecondsOverCapacity, s.MeanDistanceStretch, s.P99DistanceStretch)
 	return err

@@ -62,7 +62,7 @@ func (v *view) eligible(i ServerID, kbps int64) (float64, bool) {
 	info := &v.servers[i]
 	head := 1.0
 	if info.cap > 0 {
-		n := l.viewers.Load()
+		n := l.viewers.Load() + (l.assigned.Load()+1)*(v.peers-1)
 		if n >= info.cap || l.predicted.Load() >= info.cap {
 			return 0, false
 		}
@@ -114,21 +114,14 @@ func (m *Mesh) Choose(v graph.VertexID, s StreamID, r Rand) Result {
 }
 
 // pick chooses among the eligible candidates of one tier: regular carriers
-// and the primary, or reserve carriers. Three passes over the (short)
-// candidate list: minimal distance, total weight at it, weighted draw.
+// and the primary, or reserve carriers. One pass: the minimal distance so
+// far, with weighted reservoir sampling among the candidates at it (each
+// tied candidate replaces the pick with probability weight / total weight).
 func (w *view) pick(row []float32, cs []ServerID, kbps int64, reserve bool, r Rand, tol float64) (Result, bool) {
 	best := distance.Inf
-	found, unreachable := false, false
-	consider := func(c ServerID) (float32, float64, bool) {
-		if (w.servers[c].role == graph.RoleReserve) != reserve {
-			return 0, 0, false
-		}
-		head, ok := w.eligible(c, kbps)
-		if !ok {
-			return 0, 0, false
-		}
-		return row[w.servers[c].dest], w.servers[c].weight * head, true
-	}
+	chosen := NoServer
+	total, ties := 0.0, 0
+	tol32 := float32(tol)
 	for i := -1; i < len(cs); i++ {
 		c := w.primary
 		if i >= 0 {
@@ -136,62 +129,42 @@ func (w *view) pick(row []float32, cs []ServerID, kbps int64, reserve bool, r Ra
 		} else if reserve || c == NoServer {
 			continue
 		}
-		d, _, ok := consider(c)
+		info := &w.servers[c]
+		if (info.role == graph.RoleReserve) != reserve {
+			continue
+		}
+		d := row[info.dest]
+		if d > best+best*tol32 && chosen != NoServer {
+			continue // farther than the best so far: skip the load check
+		}
+		head, ok := w.eligible(c, kbps)
 		if !ok {
 			continue
 		}
-		found = true
-		if d < best {
-			best = d
+		wt := info.weight * head
+		switch {
+		case chosen == NoServer || (d < best && (best == distance.Inf || d < best-best*tol32)):
+			best, chosen, total, ties = d, c, wt, 1
+		default: // a tie
+			total += wt
+			ties++
+			if r.Float64()*total < wt {
+				chosen = c
+			}
 		}
 	}
-	if !found {
+	if chosen == NoServer {
 		return Result{}, false
 	}
 	if best == distance.Inf {
 		// Nothing reachable: the primary if it can take the viewer.
-		unreachable = true
 		if reserve || w.primary == NoServer {
 			return Result{}, false
 		}
 		if _, ok := w.eligible(w.primary, kbps); !ok {
 			return Result{}, false
 		}
-		return Result{Server: w.primary, Dist: best, Ties: 1, Reason: ReasonUnreachable}, unreachable
-	}
-	limit := best + float32(float64(best)*tol)
-	total, ties := 0.0, 0
-	for i := -1; i < len(cs); i++ {
-		c := w.primary
-		if i >= 0 {
-			c = cs[i]
-		} else if reserve || c == NoServer {
-			continue
-		}
-		if d, wt, ok := consider(c); ok && d <= limit {
-			total += wt
-			ties++
-		}
-	}
-	x := 0.0
-	if ties > 1 {
-		x = r.Float64() * total
-	}
-	chosen := NoServer
-	for i := -1; i < len(cs); i++ {
-		c := w.primary
-		if i >= 0 {
-			c = cs[i]
-		} else if reserve || c == NoServer {
-			continue
-		}
-		if d, wt, ok := consider(c); ok && d <= limit {
-			chosen = c
-			if x < wt {
-				break
-			}
-			x -= wt
-		}
+		return Result{Server: w.primary, Dist: best, Ties: 1, Reason: ReasonUnreachable}, true
 	}
 	reason := ReasonNearest
 	if ties > 1 {

@@ -362,3 +362,31 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+// With 3 peers, a Mesh counts each of its own assignments three times
+// until the next sample.
+func TestPeers(t *testing.T) {
+	var b graph.Builder
+	b.AddLocation(graph.Location{ID: "A"})
+	b.AddServer(graph.Server{ID: "p", Location: "A", Role: graph.RolePrimary, CapacityViewers: 10})
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(g, Config{Peers: 3})
+	s, _ := m.AddStream("live", 0)
+	r := rand.New(rand.NewPCG(1, 1))
+	m.SetLoad(0, 4, 0)
+	taken := 0
+	for m.Choose(0, s, r).Server == 0 {
+		m.AddViewers(0, s, 1)
+		taken++
+	}
+	if taken != 2 { // 4 + 3×2 = 10
+		t.Fatalf("took %d viewers before the sample, want 2", taken)
+	}
+	m.SetLoad(0, 6, 0) // the sample shows the peers took none
+	if m.Choose(0, s, r).Server != 0 {
+		t.Fatal("full after the sample")
+	}
+}

@@ -37,6 +37,12 @@ type Config struct {
 	TieTolerance float64
 	// MaxStreams bounds the number of streams. Default 1,000,000.
 	MaxStreams int
+	// Peers is the number of redirectors placing viewers on the same
+	// servers, each with its own Mesh synchronised by load samples. Between
+	// samples a Mesh assumes every peer sends as many viewers to a server
+	// as it did itself (plus one), so together they do not overshoot.
+	// Default 1.
+	Peers int
 }
 
 func (c *Config) defaults() {
@@ -45,6 +51,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxStreams <= 0 {
 		c.MaxStreams = 1_000_000
+	}
+	if c.Peers <= 0 {
+		c.Peers = 1
 	}
 }
 
@@ -73,7 +82,8 @@ type serverLoad struct {
 	viewers   atomic.Int64 // measured, plus viewers assigned since the last measure
 	kbps      atomic.Int64
 	predicted atomic.Int64 // predicted viewers at the horizon, 0 when unknown
-	_         [32]byte     // keep neighbours off the same cache line
+	assigned  atomic.Int64 // viewers this Mesh sent there since the last sample
+	_         [24]byte     // keep neighbours off the same cache line
 }
 
 type view struct {
@@ -87,6 +97,7 @@ type view struct {
 	streams  map[string]StreamID
 	names    []string
 	kbps     []int64 // per stream bitrate
+	peers    int64
 }
 
 // Mesh is the placement state: graph, distance table, servers, streams and
@@ -103,6 +114,7 @@ func New(g *graph.Graph, cfg Config) *Mesh {
 	cfg.defaults()
 	m := &Mesh{cfg: cfg}
 	m.view.Store(newView(g, nil))
+	m.view.Load().peers = int64(cfg.Peers)
 	return m
 }
 
@@ -155,7 +167,9 @@ func newView(g *graph.Graph, old *view) *view {
 func (m *Mesh) SetGraph(g *graph.Graph) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.view.Store(newView(g, m.view.Load()))
+	v := newView(g, m.view.Load())
+	v.peers = int64(m.cfg.Peers)
+	m.view.Store(v)
 }
 
 // Graph returns the current graph.
@@ -323,6 +337,7 @@ func (m *Mesh) SetLoad(id ServerID, viewers int64, mbps float64) {
 	if id >= 0 && int(id) < len(v.load) {
 		v.load[id].viewers.Store(max(viewers, 0))
 		v.load[id].kbps.Store(int64(max(mbps, 0) * 1000))
+		v.load[id].assigned.Store(0)
 	}
 }
 
@@ -345,6 +360,9 @@ func (m *Mesh) AddViewers(id ServerID, s StreamID, n int64) {
 	}
 	l := &v.load[id]
 	l.viewers.Add(n)
+	if n > 0 {
+		l.assigned.Add(n)
+	}
 	if s >= 0 && int(s) < len(v.kbps) {
 		l.kbps.Add(n * v.kbps[s])
 	}
