@@ -1,17 +1,15 @@
-// Package amf decodes and encodes the AMF0 values of RTMP commands and data
-// messages. The value codec is go-amf0's; this package adds what a server
-// facing hostile peers needs in front of it: a structural check that bounds
-// lengths, element counts and nesting against the bytes actually present, so
-// that no declared size can make the decoder allocate more than the message
-// holds or recurse without end.
+// Package amf decodes and encodes the AMF0 values of RTMP commands, data
+// messages and shared objects. Decoding is the project's own bounded reader:
+// every declared size is checked against the bytes actually present and
+// nesting is limited, so hostile input can neither make it allocate more than
+// the message holds nor recurse without end (go-amf0's decoder can be made
+// to panic). Encoding uses go-amf0.
 package amf
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 
 	amf0 "github.com/yutopp/go-amf0"
@@ -20,196 +18,31 @@ import (
 // MaxDepth is how deeply objects and arrays may nest.
 const MaxDepth = 32
 
-// ErrMalformed wraps every structural error found by Validate.
+// ErrMalformed wraps every structural error in AMF0 input.
 var ErrMalformed = errors.New("malformed AMF0")
 
-// Value markers (AMF0 specification, section 2.1).
-const (
-	markerNumber      = 0x00
-	markerBoolean     = 0x01
-	markerString      = 0x02
-	markerObject      = 0x03
-	markerNull        = 0x05
-	markerUndefined   = 0x06
-	markerReference   = 0x07
-	markerECMAArray   = 0x08
-	markerObjectEnd   = 0x09
-	markerStrictArray = 0x0a
-	markerDate        = 0x0b
-	markerLongString  = 0x0c
-	markerUnsupported = 0x0d
-	markerXMLDocument = 0x0f
-	markerTypedObject = 0x10
-	markerAVMPlus     = 0x11
-)
-
-// Validate checks that b is a sequence of well-formed AMF0 values that the
-// value decoder can read without trusting any declared size.
-func Validate(b []byte) error {
-	for len(b) > 0 {
-		n, err := skipValue(b, 0)
-		if err != nil {
-			return err
-		}
-		b = b[n:]
-	}
-	return nil
-}
-
-func malformed(format string, args ...any) error {
+// Malformed returns an error wrapping ErrMalformed.
+func Malformed(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
 }
 
-// skipValue returns the encoded length of the value at the start of b.
-func skipValue(b []byte, depth int) (int, error) {
-	if depth > MaxDepth {
-		return 0, malformed("nesting deeper than %d", MaxDepth)
-	}
-	if len(b) == 0 {
-		return 0, malformed("truncated value")
-	}
-	switch b[0] {
-	case markerNumber:
-		return need(b, 9)
-	case markerBoolean:
-		return need(b, 2)
-	case markerString, markerXMLDocument:
-		if b[0] == markerXMLDocument {
-			return longString(b)
-		}
-		return shortString(b, 1)
-	case markerLongString:
-		return longString(b)
-	case markerNull, markerUndefined, markerUnsupported:
-		return 1, nil
-	case markerReference:
-		return need(b, 3)
-	case markerDate:
-		return need(b, 11)
-	case markerObject:
-		n, err := skipProperties(b[1:], depth)
-		return 1 + n, err
-	case markerTypedObject:
-		cn, err := shortString(b, 1)
-		if err != nil {
-			return 0, err
-		}
-		n, err := skipProperties(b[cn:], depth)
-		return cn + n, err
-	case markerECMAArray:
-		if len(b) < 5 {
-			return 0, malformed("truncated ECMA array")
-		}
-		n, err := skipProperties(b[5:], depth)
-		return 5 + n, err
-	case markerStrictArray:
-		if len(b) < 5 {
-			return 0, malformed("truncated strict array")
-		}
-		count := binary.BigEndian.Uint32(b[1:5])
-		// Every element takes at least one byte: a count larger than the
-		// bytes left is a lie.
-		if uint64(count) > uint64(len(b)-5) {
-			return 0, malformed("strict array of %d elements in %d bytes", count, len(b)-5)
-		}
-		off := 5
-		for i := uint32(0); i < count; i++ {
-			n, err := skipValue(b[off:], depth+1)
-			if err != nil {
-				return 0, err
-			}
-			off += n
-		}
-		return off, nil
-	case markerAVMPlus:
-		return 0, malformed("AMF3 values are not supported here")
-	}
-	return 0, malformed("unknown marker 0x%02x", b[0])
-}
+func malformed(format string, args ...any) error { return Malformed(format, args...) }
 
-func need(b []byte, n int) (int, error) {
-	if len(b) < n {
-		return 0, malformed("truncated value (marker 0x%02x)", b[0])
-	}
-	return n, nil
-}
-
-// shortString measures a u16-length string starting at b[off:].
-func shortString(b []byte, off int) (int, error) {
-	if len(b) < off+2 {
-		return 0, malformed("truncated string length")
-	}
-	n := off + 2 + int(binary.BigEndian.Uint16(b[off:]))
-	if len(b) < n {
-		return 0, malformed("string of %d bytes truncated", n-off-2)
-	}
-	return n, nil
-}
-
-func longString(b []byte) (int, error) {
-	if len(b) < 5 {
-		return 0, malformed("truncated long string length")
-	}
-	l := uint64(binary.BigEndian.Uint32(b[1:5]))
-	if l > uint64(len(b)-5) {
-		return 0, malformed("long string of %d bytes truncated", l)
-	}
-	return 5 + int(l), nil
-}
-
-// skipProperties measures key/value pairs up to and including the object end
-// marker (an empty key followed by 0x09).
-func skipProperties(b []byte, depth int) (int, error) {
-	off := 0
-	for {
-		kn, err := shortString(b[off:], 0)
-		if err != nil {
-			return 0, err
-		}
-		if kn == 2 { // empty key
-			if len(b) < off+3 {
-				return 0, malformed("object without end marker")
-			}
-			if b[off+2] != markerObjectEnd {
-				// Some encoders write an empty key with a value; accept it.
-				vn, err := skipValue(b[off+2:], depth+1)
-				if err != nil {
-					return 0, err
-				}
-				off += 2 + vn
-				continue
-			}
-			return off + 3, nil
-		}
-		off += kn
-		vn, err := skipValue(b[off:], depth+1)
-		if err != nil {
-			return 0, err
-		}
-		off += vn
-	}
-}
-
-// Decode validates b and decodes every value in it. Objects come back as
-// map[string]any, ECMA arrays as amf0.ECMAArray, strict arrays as []any,
-// numbers as float64, null and undefined as nil.
+// Decode decodes every value in b with the bounded reader (ReadValue).
+// Objects come back as map[string]any, ECMA arrays as amf0.ECMAArray,
+// strict arrays as []any, numbers as float64, null as nil and a top-level
+// undefined as Undefined.
 func Decode(b []byte) ([]any, error) {
-	if err := Validate(b); err != nil {
-		return nil, err
-	}
-	dec := amf0.NewDecoder(bytes.NewReader(b))
 	var out []any
-	for {
-		var v any
-		err := dec.Decode(&v)
-		if err == io.EOF {
-			return out, nil
-		}
+	for len(b) > 0 {
+		v, n, err := ReadValue(b, MaxDepth)
 		if err != nil {
-			return out, fmt.Errorf("%w: %v", ErrMalformed, err)
+			return out, err
 		}
 		out = append(out, v)
+		b = b[n:]
 	}
+	return out, nil
 }
 
 // Encode encodes values in order. Accepted value types are go-amf0's: numbers,

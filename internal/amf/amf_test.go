@@ -31,10 +31,21 @@ func TestHostile(t *testing.T) {
 		"truncated number":  {0x00, 1, 2},
 		"object no end":     {0x03, 0x00, 0x01, 'a', 0x05},
 		"unknown marker":    {0x42},
-		"amf3":              {0x11, 0x01},
+		// go-amf0's decoder panics on this (ECMA array holding two strict arrays).
+		"ecma of arrays": {0x08, 0, 0, 0, 2, 0, 1, 'a', 0x0a, 0, 0, 0, 1, 0x05, 0, 1, 'b', 0x0a, 0, 0, 0, 2, 0x05, 0x05, 0, 0, 0x09},
 		"deep":              deep(100),
 	}
+	if _, err := Decode([]byte{0x11, 0x01}); !errors.Is(err, ErrAMF3) {
+		t.Errorf("amf3: %v", err)
+	}
 	for name, b := range cases {
+		if name == "ecma of arrays" {
+			vs, err := Decode(b)
+			if err != nil || len(vs) != 1 {
+				t.Errorf("%s: %v %v", name, vs, err)
+			}
+			continue
+		}
 		if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
 		}

@@ -1,277 +1,33 @@
 package sharedobject
 
 import (
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"math"
-	"time"
-	"unicode/utf8"
-
-	amf0 "github.com/yutopp/go-amf0"
+	"github.com/relaymesh/relaymesh/internal/amf"
 )
 
 // Undefined is the Go value of a top-level AMF0 undefined (marker 0x06).
-// Nested inside an object or array, undefined decodes as nil, as go-amf0 has
-// no value for it.
-type Undefined struct{}
+// Nested inside an object or array, undefined decodes as nil.
+type Undefined = amf.Undefined
 
 // ErrAMF3 is returned for AMF3 content: an AMF3 container whose encoding byte
 // is not 0, or an AMF3 value (the avmplus marker) where an AMF0 value belongs.
-var ErrAMF3 = errors.New("sharedobject: AMF3 values not supported")
+var ErrAMF3 = amf.ErrAMF3
 
 // ErrMalformed wraps every structural decoding error.
-var ErrMalformed = errors.New("sharedobject: malformed message")
+var ErrMalformed = amf.ErrMalformed
 
-const (
-	mNumber      = 0x00
-	mBoolean     = 0x01
-	mString      = 0x02
-	mObject      = 0x03
-	mNull        = 0x05
-	mUndefined   = 0x06
-	mReference   = 0x07
-	mECMAArray   = 0x08
-	mObjectEnd   = 0x09
-	mStrictArray = 0x0a
-	mDate        = 0x0b
-	mLongString  = 0x0c
-	mAVMPlus     = 0x11
+const mString = 0x02
 
-	// maxDateMillis bounds dates to what go-amf0's encoder can write (it
-	// goes through time.UnixNano: years 1678 to 2262).
-	maxDateMillis = 9.2e12
-)
+func malformed(format string, args ...any) error { return amf.Malformed(format, args...) }
 
-func malformed(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
-}
+func readValue(b []byte, maxDepth int) (any, int, error) { return amf.ReadValue(b, maxDepth) }
 
-// readValue decodes the AMF0 value at the start of b and returns it with its
-// encoded length. It trusts no declared size: every count and length is
-// checked against the bytes present, and nesting is bounded by maxDepth.
-//
-// go-amf0 v0.1.1 is not used for decoding: it reuses one value across the
-// properties of an ECMA array (nested objects merge, and a strict array inside
-// one panics), reads date milliseconds as nanoseconds and cannot read
-// undefined. The Go types produced are the ones its encoder writes back.
-func readValue(b []byte, maxDepth int) (any, int, error) {
-	return decodeValue(b, 0, maxDepth)
-}
+func readString(b []byte) (string, int, error) { return amf.ReadString(b) }
 
-func decodeValue(b []byte, depth, maxDepth int) (any, int, error) {
-	if depth > maxDepth {
-		return nil, 0, malformed("values nested deeper than %d", maxDepth)
-	}
-	if len(b) == 0 {
-		return nil, 0, malformed("truncated value")
-	}
-	switch b[0] {
-	case mNumber:
-		if len(b) < 9 {
-			return nil, 0, malformed("truncated number")
-		}
-		return math.Float64frombits(binary.BigEndian.Uint64(b[1:9])), 9, nil
-	case mBoolean:
-		if len(b) < 2 {
-			return nil, 0, malformed("truncated boolean")
-		}
-		return b[1] != 0, 2, nil
-	case mString:
-		s, n, err := readString(b[1:])
-		return s, 1 + n, err
-	case mNull:
-		return nil, 1, nil
-	case mUndefined:
-		if depth > 0 {
-			return nil, 1, nil
-		}
-		return Undefined{}, 1, nil
-	case mDate:
-		if len(b) < 11 {
-			return nil, 0, malformed("truncated date")
-		}
-		ms := math.Float64frombits(binary.BigEndian.Uint64(b[1:9]))
-		if math.IsNaN(ms) || math.Abs(ms) > maxDateMillis || ms != math.Trunc(ms) {
-			return nil, 0, malformed("date %v is not a whole number of milliseconds in range", ms)
-		}
-		// The time-zone field (b[9:11]) is reserved and ignored, as go-amf0 does.
-		return time.UnixMilli(int64(ms)).UTC(), 11, nil
-	case mObject:
-		m := map[string]any{}
-		n, err := decodeProperties(b[1:], depth, maxDepth, m)
-		return m, 1 + n, err
-	case mECMAArray:
-		if len(b) < 5 {
-			return nil, 0, malformed("truncated ECMA array")
-		}
-		m := amf0.ECMAArray{} // the declared count is a hint only; never trusted
-		n, err := decodeProperties(b[5:], depth, maxDepth, m)
-		return m, 5 + n, err
-	case mStrictArray:
-		if len(b) < 5 {
-			return nil, 0, malformed("truncated strict array")
-		}
-		count := binary.BigEndian.Uint32(b[1:5])
-		if uint64(count) > uint64(len(b)-5) { // every element takes at least a byte
-			return nil, 0, malformed("strict array of %d elements in %d bytes", count, len(b)-5)
-		}
-		arr := make([]any, count)
-		off := 5
-		for i := range arr {
-			v, n, err := decodeValue(b[off:], depth+1, maxDepth)
-			if err != nil {
-				return nil, 0, err
-			}
-			arr[i] = v
-			off += n
-		}
-		return arr, off, nil
-	case mAVMPlus:
-		return nil, 0, ErrAMF3
-	case mLongString:
-		return nil, 0, malformed("AMF0 long strings not supported")
-	case mReference:
-		return nil, 0, malformed("AMF0 references not supported")
-	}
-	return nil, 0, malformed("unsupported AMF0 marker 0x%02x", b[0])
-}
-
-// readString reads a u16-length UTF-8 string (no marker) at the start of b.
-func readString(b []byte) (string, int, error) {
-	if len(b) < 2 {
-		return "", 0, malformed("truncated string length")
-	}
-	n := 2 + int(binary.BigEndian.Uint16(b))
-	if len(b) < n {
-		return "", 0, malformed("string of %d bytes truncated", n-2)
-	}
-	if !utf8.Valid(b[2:n]) {
-		return "", 0, malformed("string is not UTF-8")
-	}
-	return string(b[2:n]), n, nil
-}
-
-// decodeProperties reads key/value pairs into m up to and including the
-// object end (an empty key and marker 0x09).
-func decodeProperties(b []byte, depth, maxDepth int, m map[string]any) (int, error) {
-	off := 0
-	for {
-		k, kn, err := readString(b[off:])
-		if err != nil {
-			return 0, err
-		}
-		off += kn
-		if k == "" {
-			if len(b) <= off || b[off] != mObjectEnd {
-				return 0, malformed("object without end marker")
-			}
-			return off + 1, nil
-		}
-		v, vn, err := decodeValue(b[off:], depth+1, maxDepth)
-		if err != nil {
-			return 0, err
-		}
-		m[k] = v
-		off += vn
-	}
-}
-
-// appendWriter lets go-amf0's encoder append to a byte slice.
-type appendWriter struct{ b []byte }
-
-func (w *appendWriter) Write(p []byte) (int, error) {
-	w.b = append(w.b, p...)
-	return len(p), nil
-}
-
-// AppendValue appends the AMF0 encoding of v to dst. Accepted Go types:
-// nil, Undefined (top level only), bool, string (up to 65535 bytes), every
-// integer and float type (written as a number), map[string]any,
-// amf0.ECMAArray, []any and time.Time (whole milliseconds).
-func AppendValue(dst []byte, v any) ([]byte, error) {
-	if err := checkValue(v, 0); err != nil {
-		return dst, err
-	}
-	switch v.(type) {
-	case Undefined:
-		return append(dst, mUndefined), nil
-	case nil:
-		return append(dst, mNull), nil
-	}
-	w := appendWriter{b: dst}
-	if err := amf0.NewEncoder(&w).Encode(v); err != nil {
-		return dst, fmt.Errorf("sharedobject: encode %T: %w", v, err)
-	}
-	return w.b, nil
-}
-
-const maxEncodeDepth = 64
-
-func checkValue(v any, depth int) error {
-	if depth > maxEncodeDepth {
-		return fmt.Errorf("sharedobject: value nested deeper than %d", maxEncodeDepth)
-	}
-	switch x := v.(type) {
-	case nil, bool, float64, float32, int, int8, int16, int32, int64,
-		uint, uint8, uint16, uint32, uint64:
-		return nil
-	case Undefined:
-		if depth > 0 {
-			return errors.New("sharedobject: Undefined is only supported as a top-level value")
-		}
-		return nil
-	case string:
-		if len(x) > math.MaxUint16 {
-			return fmt.Errorf("sharedobject: string of %d bytes (long strings not supported)", len(x))
-		}
-		return nil
-	case time.Time:
-		if ms := x.UnixMilli(); ms > maxDateMillis || ms < -maxDateMillis {
-			return fmt.Errorf("sharedobject: date %v outside the years 1678 to 2262", x)
-		}
-		if x.Nanosecond()%int(time.Millisecond) != 0 {
-			return errors.New("sharedobject: date with sub-millisecond precision (truncate to milliseconds)")
-		}
-		return nil
-	case map[string]any:
-		return checkProps(x, depth)
-	case amf0.ECMAArray:
-		return checkProps(x, depth)
-	case []any:
-		for _, e := range x {
-			if err := checkValue(e, depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("sharedobject: unsupported value type %T", v)
-}
-
-func checkProps(m map[string]any, depth int) error {
-	for k, e := range m {
-		if k == "" || len(k) > math.MaxUint16 {
-			return fmt.Errorf("sharedobject: object key of %d bytes", len(k))
-		}
-		if err := checkValue(e, depth+1); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// AppendValue appends the AMF0 encoding of v to dst (see amf.AppendValue).
+func AppendValue(dst []byte, v any) ([]byte, error) { return amf.AppendValue(dst, v) }
 
 // DecodeValue decodes b, which must hold exactly one AMF0 value.
-func DecodeValue(b []byte) (any, error) {
-	v, n, err := readValue(b, DefaultLimits.MaxDepth)
-	if err != nil {
-		return nil, err
-	}
-	if n != len(b) {
-		return nil, malformed("%d bytes after the value", len(b)-n)
-	}
-	return v, nil
-}
+func DecodeValue(b []byte) (any, error) { return amf.DecodeValue(b) }
 
 // IsDelete reports whether v, as the value of a RequestChange, deletes the
 // slot: ActionScript deletes a shared-object property set to null or
