@@ -2,8 +2,8 @@ package distance
 
 import "math"
 
-// search is one Dijkstra run's reusable state: distances and a binary
-// min-heap with lazy deletion.
+// search is one Dijkstra run's reusable state: distances and a 4-ary
+// min-heap with lazy deletion (stale entries are skipped when popped).
 type search struct {
 	dist []float64
 	heap []item
@@ -25,17 +25,19 @@ func (s *search) run(rev *csr, dst int32) {
 	for i := range s.dist {
 		s.dist[i] = inf
 	}
-	s.dist[dst] = 0
+	dist := s.dist
+	off, from, cost := rev.off, rev.from, rev.cost
+	dist[dst] = 0
 	s.heap = append(s.heap[:0], item{0, dst})
 	for len(s.heap) > 0 {
 		top := s.pop()
-		if top.d > s.dist[top.v] {
+		if top.d > dist[top.v] {
 			continue // stale entry
 		}
-		for k := rev.off[top.v]; k < rev.off[top.v+1]; k++ {
-			u := rev.from[k]
-			if nd := top.d + rev.cost[k]; nd < s.dist[u] {
-				s.dist[u] = nd
+		for k := off[top.v]; k < off[top.v+1]; k++ {
+			u := from[k]
+			if nd := top.d + cost[k]; nd < dist[u] {
+				dist[u] = nd
 				s.push(item{nd, u})
 			}
 		}
@@ -46,7 +48,7 @@ func (s *search) push(it item) {
 	h := append(s.heap, it)
 	i := len(h) - 1
 	for i > 0 {
-		p := (i - 1) / 2
+		p := (i - 1) / 4
 		if h[p].d <= it.d {
 			break
 		}
@@ -65,18 +67,21 @@ func (s *search) pop() item {
 	n := len(h)
 	i := 0
 	for {
-		c := 2*i + 1
+		c := 4*i + 1
 		if c >= n {
 			break
 		}
-		if c+1 < n && h[c+1].d < h[c].d {
-			c++
+		m := c
+		for j := c + 1; j < c+4 && j < n; j++ {
+			if h[j].d < h[m].d {
+				m = j
+			}
 		}
-		if h[c].d >= last.d {
+		if h[m].d >= last.d {
 			break
 		}
-		h[i] = h[c]
-		i = c
+		h[i] = h[m]
+		i = m
 	}
 	if n > 0 {
 		h[i] = last

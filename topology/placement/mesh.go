@@ -184,8 +184,15 @@ func (m *Mesh) NumServers() int { return len(m.view.Load().servers) }
 // Primary returns the primary server, or NoServer.
 func (m *Mesh) Primary() ServerID { return m.view.Load().primary }
 
-// Server returns the graph entry of server id.
-func (m *Mesh) Server(id ServerID) graph.Server { return m.view.Load().g.Servers()[id] }
+// Server returns the graph entry of server id (the zero Server for an id
+// out of range).
+func (m *Mesh) Server(id ServerID) graph.Server {
+	ss := m.view.Load().g.Servers()
+	if id < 0 || int(id) >= len(ss) {
+		return graph.Server{}
+	}
+	return ss[id]
+}
 
 // ServerByID finds a server by its string id.
 func (m *Mesh) ServerByID(id string) (ServerID, bool) {
@@ -229,8 +236,14 @@ func (m *Mesh) Stream(name string) (StreamID, bool) {
 	return s, ok
 }
 
-// StreamName returns the name of a stream id.
-func (m *Mesh) StreamName(s StreamID) string { return m.view.Load().names[s] }
+// StreamName returns the name of a stream id ("" when unknown).
+func (m *Mesh) StreamName(s StreamID) string {
+	v := m.view.Load()
+	if s < 0 || int(s) >= len(v.names) {
+		return ""
+	}
+	return v.names[s]
+}
 
 // Carriers returns the servers (other than the primary) that carry s. The
 // slice must not be modified.
@@ -327,7 +340,8 @@ func (m *Mesh) setState(id ServerID, st uint32) {
 
 // Draining reports whether a server is draining.
 func (m *Mesh) Draining(id ServerID) bool {
-	return m.view.Load().load[id].state.Load() == stateDraining
+	v := m.view.Load()
+	return id >= 0 && int(id) < len(v.load) && v.load[id].state.Load() == stateDraining
 }
 
 // SetLoad records a measured load sample of a server; it replaces the
@@ -370,6 +384,10 @@ func (m *Mesh) AddViewers(id ServerID, s StreamID, n int64) {
 
 // Load returns the current viewers and Mbit/s accounted to a server.
 func (m *Mesh) Load(id ServerID) (viewers int64, mbps float64) {
-	l := &m.view.Load().load[id]
+	v := m.view.Load()
+	if id < 0 || int(id) >= len(v.load) {
+		return 0, 0
+	}
+	l := &v.load[id]
 	return l.viewers.Load(), float64(l.kbps.Load()) / 1000
 }
