@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Limits on a graph, so that a hostile file cannot exhaust memory later
@@ -119,12 +120,17 @@ func (b *Builder) Build() (*Graph, error) {
 			switch {
 			case r.GeonameID != 0 && r.Country == "" && r.Subdivision == "" && r.Continent == "":
 				k = ruleKey{kind: "geoname_id", n: r.GeonameID}
-			case r.Subdivision != "" && r.Country != "" && r.Continent == "":
-				k = ruleKey{kind: "subdivision", a: r.Country + "-" + r.Subdivision}
-			case r.Country != "" && r.Subdivision == "" && r.Continent == "":
-				k = ruleKey{kind: "country", a: r.Country}
-			case r.Continent != "" && r.Country == "" && r.Subdivision == "":
-				k = ruleKey{kind: "continent", a: r.Continent}
+			case r.Subdivision != "" && r.Continent == "" && r.GeonameID == 0:
+				code, ok := subdivisionCode(r.Country, r.Subdivision)
+				if !ok {
+					el.add(l.File, l.Line, "location %q: subdivision %q needs its country (country: XX, or a full code like US-CA)", l.ID, r.Subdivision)
+					continue
+				}
+				k = ruleKey{kind: "subdivision", a: code}
+			case r.Country != "" && r.Subdivision == "" && r.Continent == "" && r.GeonameID == 0:
+				k = ruleKey{kind: "country", a: strings.ToUpper(r.Country)}
+			case r.Continent != "" && r.Country == "" && r.Subdivision == "" && r.GeonameID == 0:
+				k = ruleKey{kind: "continent", a: strings.ToUpper(r.Continent)}
 			default:
 				el.add(l.File, l.Line, "location %q: a match rule sets one of country, country+subdivision, geoname_id or continent", l.ID)
 				continue
@@ -240,6 +246,17 @@ func (b *Builder) Build() (*Graph, error) {
 		return nil, errors.Join(el.errs...)
 	}
 	return g, nil
+}
+
+// subdivisionCode returns the full ISO 3166-2 code of a rule's subdivision:
+// country "US" + subdivision "CA", or subdivision "US-CA" with the country
+// empty or equal. Codes compare without regard to case.
+func subdivisionCode(country, sub string) (string, bool) {
+	country, sub = strings.ToUpper(country), strings.ToUpper(sub)
+	if c, rest, full := strings.Cut(sub, "-"); full {
+		return sub, rest != "" && (country == "" || country == c)
+	}
+	return country + "-" + sub, country != ""
 }
 
 func fileOf(f string) string {

@@ -69,6 +69,9 @@ func TestValidationErrors(t *testing.T) {
 		{"unknown field", "locations:\n  - {id: a, colour: red}", "x.yaml:2: unknown field \"colour\""},
 		{"unknown match field", "locations:\n  - {id: a, match: [{planet: earth}]}", "unknown match field \"planet\""},
 		{"bad rule", "locations:\n  - {id: a, match: [{country: DE, continent: EU}]}", "x.yaml:2: location \"a\": a match rule sets one of"},
+		{"subdivision alone", "locations:\n  - {id: a, match: [{subdivision: CA}]}", "subdivision \"CA\" needs its country"},
+		{"subdivision other country", "locations:\n  - {id: a, match: [{country: DE, subdivision: US-CA}]}", "needs its country"},
+		{"duplicate rule any case", "locations:\n  - {id: a, match: {country: us, subdivision: ca}}\n  - {id: b, match: [{subdivision: US-CA}]}", "x.yaml:3: location \"b\": match rule subdivision US-CA already maps to \"a\""},
 		{"duplicate rule", "locations:\n  - {id: a, match: [{country: DE}]}\n  - {id: b, match: [{country: DE}]}", "x.yaml:3: location \"b\": match rule country DE already maps to \"a\""},
 		{"unknown section", "planets: []", "unknown section \"planets\""},
 		{"type error", "locations:\n  - {id: a, lat: north}", "line 2"},
@@ -96,6 +99,13 @@ func TestValidationErrors(t *testing.T) {
 				t.Fatalf("err = %v, want it to contain %q", err, c.want)
 			}
 		})
+	}
+}
+
+func TestSingleMatchRule(t *testing.T) {
+	g := mustBuild(t, "locations:\n  - {id: ca, match: {subdivision: US-CA}}\n  - {id: us, match: {country: US}}")
+	if r := g.MatchRules(); len(r) != 2 || r[0].Subdivision != "US-CA" || r[1].Country != "US" {
+		t.Fatalf("rules = %+v", r)
 	}
 }
 

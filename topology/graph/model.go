@@ -9,6 +9,8 @@
 // plain slices instead of maps.
 package graph
 
+import "gopkg.in/yaml.v3"
+
 // VertexID is the dense index of a location in a Graph (0 … NumVertices-1).
 type VertexID int32
 
@@ -18,25 +20,49 @@ const NoVertex VertexID = -1
 // Location is one vertex of the graph: a region hub, a country, a region of
 // a country, a city, a data centre — whatever granularity the operator needs.
 type Location struct {
-	ID     string      `yaml:"id"`     // unique, case-sensitive
-	Name   string      `yaml:"name"`   // human-readable, optional
-	Parent string      `yaml:"parent"` // enclosing location, optional; the root ancestor is the location's region
-	Lat    float64     `yaml:"lat"`    // degrees, optional (used for maps and generated costs)
-	Lon    float64     `yaml:"lon"`    // degrees
-	Match  []MatchRule `yaml:"match"`  // GeoIP results that map to this location
+	ID     string     `yaml:"id"`     // unique, case-sensitive
+	Name   string     `yaml:"name"`   // human-readable, optional
+	Parent string     `yaml:"parent"` // enclosing location, optional; the root ancestor is the location's region
+	Lat    float64    `yaml:"lat"`    // degrees, optional (used for maps and generated costs)
+	Lon    float64    `yaml:"lon"`    // degrees
+	Match  MatchRules `yaml:"match"`  // GeoIP results that map to this location
 
 	Line int    `yaml:"-"` // line in the source file, 0 when built in code
 	File string `yaml:"-"`
 }
 
-// MatchRule says which GeoIP answers belong to a location. Exactly one field
-// is set per rule. The most specific rule wins when a viewer is placed:
-// city (geoname id), then subdivision, then country, then continent.
+// MatchRule says which GeoIP answers belong to a location. A rule sets one
+// of: country; subdivision (with its country, or as a full ISO 3166-2 code);
+// geoname_id; continent. The most specific rule wins when a viewer is
+// placed: city (geoname id), then subdivision, then country, then
+// continent. Codes compare without regard to case.
 type MatchRule struct {
 	Country     string `yaml:"country"`     // ISO 3166-1 alpha-2, e.g. "DE"
-	Subdivision string `yaml:"subdivision"` // ISO 3166-2 subdivision code as GeoIP gives it, e.g. "BE"; needs Country
+	Subdivision string `yaml:"subdivision"` // "BE" with country DE, or "DE-BE"
 	GeonameID   uint   `yaml:"geoname_id"`  // GeoNames id of a city, as GeoIP's city.geoname_id
 	Continent   string `yaml:"continent"`   // two-letter continent code, e.g. "EU"
+}
+
+// MatchRules is a location's list of rules. In YAML it is a list of
+// mappings, or a single mapping for one rule.
+type MatchRules []MatchRule
+
+// UnmarshalYAML accepts a list of rules or a single rule.
+func (m *MatchRules) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.MappingNode {
+		var r MatchRule
+		if err := n.Decode(&r); err != nil {
+			return err
+		}
+		*m = MatchRules{r}
+		return nil
+	}
+	var rs []MatchRule
+	if err := n.Decode(&rs); err != nil {
+		return err
+	}
+	*m = rs
+	return nil
 }
 
 // VertexRule is a MatchRule together with the id of the location it maps to,

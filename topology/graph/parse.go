@@ -137,10 +137,15 @@ func decodeList(name string, seq *yaml.Node, keys map[string]bool, item func(*ya
 }
 
 func checkMatch(name string, seq *yaml.Node) error {
-	if seq.Kind != yaml.SequenceNode {
-		return fmt.Errorf("%s:%d: match: want a list of rules", name, seq.Line)
+	rules := seq.Content
+	switch seq.Kind {
+	case yaml.SequenceNode:
+	case yaml.MappingNode:
+		rules = []*yaml.Node{seq}
+	default:
+		return fmt.Errorf("%s:%d: match: want a rule or a list of rules", name, seq.Line)
 	}
-	for _, r := range seq.Content {
+	for _, r := range rules {
 		if r.Kind != yaml.MappingNode {
 			return fmt.Errorf("%s:%d: match rule: want a mapping", name, r.Line)
 		}
