@@ -49,7 +49,7 @@ type HTTP struct {
 
 // Hub configures every stream hub (fan-out, GOP cache, frame dropping).
 type Hub struct {
-	ViewerQueue       time.Duration `yaml:"viewer_queue"`        // media time a viewer may lag before dropping fully (default 2s)
+	ViewerQueue       time.Duration `yaml:"viewer_queue"`        // media time a viewer may lag before dropping fully (default 1s)
 	ViewerQueueFrames int           `yaml:"viewer_queue_frames"` // default 1024
 	SlowViewerTimeout time.Duration `yaml:"slow_viewer_timeout"` // a viewer losing even audio this long is closed (default 10s)
 	GOPCacheMaxFrames int           `yaml:"gop_cache_max_frames"`
@@ -93,7 +93,7 @@ func Default() Config {
 		},
 		HTTP: HTTP{Listen: "127.0.0.1:8080"},
 		Hub: Hub{
-			ViewerQueue:       2 * time.Second,
+			ViewerQueue:       time.Second,
 			ViewerQueueFrames: 1024,
 			SlowViewerTimeout: 10 * time.Second,
 			GOPCacheMaxFrames: 2500,

@@ -30,6 +30,10 @@ type ConnConfig struct {
 	// socket buffer for a slow peer before the writer holds further frames
 	// back in the hub, where the drop policy applies (default 500ms).
 	MaxInflight time.Duration
+	// MaxNotSent is how many bytes may wait in the kernel unsent (beyond
+	// what is in flight on the network) before the writer holds media back
+	// (default 16 KiB).
+	MaxNotSent int
 
 	// ConnectProps are extra properties a client sends in its connect
 	// command object (a relay marks itself so upstreams treat it as one).
@@ -55,6 +59,9 @@ func (c ConnConfig) WithDefaults() ConnConfig {
 	}
 	if c.BatchBytes <= 0 {
 		c.BatchBytes = 256 << 10
+	}
+	if c.MaxNotSent <= 0 {
+		c.MaxNotSent = 16 << 10
 	}
 	if c.MaxInflight <= 0 {
 		c.MaxInflight = 500 * time.Millisecond
@@ -437,7 +444,7 @@ func (c *Conn) writeLoop() {
 			}
 			clear(ctrl)
 			// Hold media back while the kernel already holds enough of it.
-			held := len(binds) > 0 && c.inflight != nil && c.inflight.lagMS() > maxInflight
+			held := len(binds) > 0 && c.inflight != nil && c.inflight.backlogged(c.cfg.MaxNotSent, maxInflight)
 			if held {
 				if holdOff == nil {
 					holdOff = time.NewTimer(20 * time.Millisecond)
@@ -466,7 +473,7 @@ func (c *Conn) writeLoop() {
 					break
 				}
 				var err error
-				frames, err = b.src.Poll(frames[:0], c.cfg.BatchBytes-c.writer.Pending())
+				frames, err = b.src.Poll(frames[:0], min(c.cfg.BatchBytes-c.writer.Pending(), c.pollBytes()))
 				for _, f := range frames {
 					c.appendFrame(b, f)
 				}
@@ -506,6 +513,16 @@ func (c *Conn) writeLoop() {
 			}
 		}
 	}
+}
+
+// pollBytes bounds one batch of media: whole batches go to the kernel, so
+// where the writer can see the kernel's queue it feeds it in smaller steps
+// and checks the backlog in between.
+func (c *Conn) pollBytes() int {
+	if c.inflight != nil {
+		return 2 * c.cfg.MaxNotSent
+	}
+	return c.cfg.BatchBytes
 }
 
 func (c *Conn) appendFrame(b *binding, f *av.Frame) {

@@ -15,7 +15,8 @@ import (
 // it, instead of in socket buffers where nothing can be dropped.
 type inflight struct {
 	raw     syscall.RawConn
-	outq    int
+	outq    int // unsent + unacknowledged bytes
+	notsent int // bytes the kernel has not even sent yet
 	control func(fd uintptr)
 
 	written uint64        // bytes handed to the kernel
@@ -46,6 +47,11 @@ func newInflight(nc net.Conn) *inflight {
 			n = 0
 		}
 		f.outq = n
+		n, err = unix.IoctlGetInt(int(fd), unix.SIOCOUTQNSD)
+		if err != nil {
+			n = 0
+		}
+		f.notsent = n
 	}
 	return f
 }
@@ -67,15 +73,22 @@ func (f *inflight) wrote(n int, hasMedia bool, firstTS, lastTS uint32) {
 	f.any = true
 }
 
-// lagMS is the media time between the frame the kernel is delivering now and
-// the newest frame written.
-func (f *inflight) lagMS() int64 {
+// backlogged reports whether the writer should hold media back: the kernel
+// has more than maxNotSent bytes it could not send yet (the peer or the path
+// is slower than the stream), or more than maxLagMS of media in flight.
+func (f *inflight) backlogged(maxNotSent int, maxLagMS int64) bool {
 	if !f.any {
-		return 0
+		return false
 	}
 	if err := f.raw.Control(f.control); err != nil {
-		return 0
+		return false
 	}
+	return f.notsent > maxNotSent || f.lagMS() > maxLagMS
+}
+
+// lagMS is the media time between the frame the kernel is delivering now and
+// the newest frame written (as of the last backlogged call).
+func (f *inflight) lagMS() int64 {
 	delivered := f.written - uint64(f.outq)
 	for f.n > 0 && f.batches[f.head].end <= delivered {
 		f.head = (f.head + 1) % len(f.batches)

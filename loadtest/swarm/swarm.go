@@ -29,12 +29,17 @@ type Config struct {
 	Duration time.Duration // how long each player plays after it connected (run ends by Ramp+Duration)
 	Slow     int           // how many of the players read at SlowRate
 	SlowRate int64         // bits per second for slow players (default 300 kbit/s)
-	// RecvBuffer sets SO_RCVBUF of slow players, bytes (default 32 KiB), so
+	// RecvBuffer sets SO_RCVBUF of slow players, bytes (default 16 KiB), so
 	// the kernel does not hide their slowness behind megabytes of buffer.
 	RecvBuffer int
 	// Record, when set, is called for each player; a non-nil writer gets the
 	// player's stream as an FLV file.
 	Record func(id int, slow bool) io.WriteCloser
+	// Warmup is how long after its first frame a player's lag is not
+	// measured (default 5s): a joining player first receives the GOP cache,
+	// which is behind the live edge by design (that is what makes the first
+	// picture instant), and a slow player needs a while to skip past it.
+	Warmup time.Duration
 	// Progress, when set, receives a progress line every second.
 	Progress io.Writer
 	Log      *slog.Logger
@@ -57,7 +62,7 @@ type Viewer struct {
 	Gaps int `json:"gaps"`
 	// GapsNotAtKey counts gaps after which the next video frame was not a keyframe.
 	GapsNotAtKey int     `json:"gaps_not_at_key"`
-	MaxLag       float64 `json:"max_lag_ms"` // behind the live edge, after the first 3 s
+	MaxLag       float64 `json:"max_lag_ms"` // behind the live edge, after the warm-up
 	MeanLag      float64 `json:"mean_lag_ms"`
 
 	offsets []lagSample
@@ -116,7 +121,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.SlowRate = 300_000
 	}
 	if cfg.RecvBuffer <= 0 {
-		cfg.RecvBuffer = 32 << 10
+		cfg.RecvBuffer = 16 << 10
+	}
+	if cfg.Warmup <= 0 {
+		cfg.Warmup = 5 * time.Second
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -308,7 +316,7 @@ func summarize(cfg Config, vs []*Viewer, elapsed time.Duration) *Report {
 		var sum float64
 		var n int
 		for _, s := range v.offsets {
-			if s.at < 3*time.Second {
+			if s.at < cfg.Warmup {
 				continue
 			}
 			lag := float64(s.offset - edge)

@@ -6,7 +6,7 @@ import "time"
 // default; see WithDefaults.
 type Config struct {
 	// ViewerQueue is the media time a viewer may fall behind before the drop
-	// policy acts fully (audio is dropped too). Default 2s.
+	// policy acts fully (audio is dropped too). Default 1s.
 	ViewerQueue time.Duration
 	// ViewerQueueFrames is the hard bound of a viewer queue in frames, measured
 	// like ViewerQueue (the larger fraction of the two limits counts).
@@ -27,7 +27,7 @@ type Config struct {
 
 // Defaults used by WithDefaults.
 const (
-	DefaultViewerQueue         = 2 * time.Second
+	DefaultViewerQueue         = time.Second
 	DefaultViewerQueueFrames   = 1024
 	DefaultLosslessQueueFrames = 8192
 	DefaultSlowViewerTimeout   = 10 * time.Second

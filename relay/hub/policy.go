@@ -50,6 +50,13 @@ func (s *Subscriber) offer(f *av.Frame) (wake bool, fail error) {
 		return s.push(f), nil
 	}
 	lv := s.level(f)
+	if lv >= levelKey && f.Kind == av.KindVideo {
+		// Far behind: every queued picture is stale. Skip them all (the join
+		// burst too) and resume at the next keyframe; audio stays queued.
+		s.q.purgeVideo(s.countDrop)
+		s.waitKey = true
+		lv = s.level(f)
+	}
 	if lv >= levelFull {
 		// Everything droppable goes. A viewer that stays this far behind for
 		// SlowViewerTimeout of media time (in practice: keeps losing audio)

@@ -41,17 +41,34 @@ func TestDropLevels(t *testing.T) {
 		{av.KindVideo, 520, idr, true},      // keyframe below 3/4: resync
 		{av.KindVideo, 560, bDisp, false},   // still ≥ 1/2
 		{av.KindAudio, 600, aacRaw, true},   // audio flows below full
-		{av.KindVideo, 760, idr, false},     // ≥ 3/4: keyframes dropped too
-		{av.KindAudio, 800, aacRaw, true},   // audio still flows
-		{av.KindAudio, 1000, aacRaw, false}, // full: audio dropped
-		{av.KindVideo, 1001, pRef, false},
-		{av.KindAudio, 1400, aacRaw, false},
+		// ≥ 3/4: every queued picture is stale and is purged (the keyframes at
+		// 0 and 520 and the P frame at 260); the backlog is then measured
+		// from the oldest audio, and this keyframe resyncs the viewer.
+		{av.KindVideo, 760, idr, true},
+		{av.KindAudio, 800, aacRaw, true},
+		{av.KindAudio, 1000, aacRaw, true}, // 3/4 < backlog < full: audio still flows
+		{av.KindVideo, 1001, pRef, false},  // ≥ 3/4 again: purge (the keyframe at 760), wait for a keyframe
+		{av.KindAudio, 1400, aacRaw, false}, // full: audio dropped
 	}
-	var want []uint32
+	purgeAt := map[uint32]bool{760: true, 1001: true}
+	type queued struct {
+		ts    uint32
+		video bool
+	}
+	var want []queued
 	for i, st := range steps {
 		h.Write(st.kind, st.ts, st.payload)
+		if purgeAt[st.ts] {
+			kept := want[:0]
+			for _, w := range want {
+				if !w.video {
+					kept = append(kept, w)
+				}
+			}
+			want = kept
+		}
 		if st.queued {
-			want = append(want, st.ts)
+			want = append(want, queued{st.ts, st.kind == av.KindVideo && st.payload[1] != 0})
 		}
 		s.mu.Lock()
 		n := s.q.n
@@ -62,12 +79,12 @@ func TestDropLevels(t *testing.T) {
 	}
 	got := pending(s)
 	for i, f := range got {
-		if f.Timestamp != want[i] {
-			t.Fatalf("frame %d: ts %d, want %d", i, f.Timestamp, want[i])
+		if f.Timestamp != want[i].ts {
+			t.Fatalf("frame %d: ts %d, want %d", i, f.Timestamp, want[i].ts)
 		}
 	}
 	in := s.Info()
-	if want := (DropCounts{Disposable: 3, Inter: 2, Key: 1, Audio: 2}); in.DroppedByClass != want {
+	if want := (DropCounts{Disposable: 3, Inter: 3, Key: 3, Audio: 1}); in.DroppedByClass != want {
 		t.Fatalf("drops %+v, want %+v", in.DroppedByClass, want)
 	}
 	if in.Sent != uint64(len(got)) || !in.WaitingForKey {
@@ -210,7 +227,7 @@ func TestDropPolicyStalledReader(t *testing.T) {
 		{"short stall: disposable only", Config{ViewerQueue: 2 * time.Second}, 50, 100, 165,
 			[]string{"disposable"}, []string{"inter", "key", "audio"}, nil},
 		{"medium stall: inter", Config{ViewerQueue: 2 * time.Second}, 50, 100, 220,
-			[]string{"disposable", "inter"}, []string{"key", "audio"}, nil},
+			[]string{"disposable", "inter"}, []string{"audio"}, nil},
 		{"long stall: keys", Config{ViewerQueue: 2 * time.Second}, 25, 100, 230,
 			[]string{"disposable", "inter", "key"}, []string{"audio"}, nil},
 		{"very long stall: audio", Config{ViewerQueue: 2 * time.Second, SlowViewerTimeout: time.Hour}, 25, 100, 800,

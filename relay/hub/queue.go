@@ -94,3 +94,45 @@ func (q *queue) reset() {
 	clear(q.frames)
 	q.head, q.n, q.tsHead, q.tsN, q.burst = 0, 0, 0, 0, 0
 }
+
+// purgeVideo removes every queued droppable video frame, join burst
+// included, keeping all other frames in order, and reports each removed
+// frame to dropped. It is how a viewer that fell far behind skips to the
+// next keyframe at once instead of first receiving stale pictures.
+func (q *queue) purgeVideo(dropped func(*av.Frame)) {
+	size := len(q.frames)
+	kept, keptBurst := 0, 0
+	q.tsHead, q.tsN = 0, 0
+	for i := 0; i < q.n; i++ {
+		src := q.head + i
+		if src >= size {
+			src -= size
+		}
+		f := q.frames[src]
+		q.frames[src] = nil
+		if f.Kind == av.KindVideo && f.Droppable() {
+			dropped(f)
+			continue
+		}
+		dst := q.head + kept
+		if dst >= size {
+			dst -= size
+		}
+		q.frames[dst] = f
+		kept++
+		if i < q.burst {
+			keptBurst++
+		} else if q.ts != nil && f.Droppable() {
+			j := q.tsHead + q.tsN
+			if j >= len(q.ts) {
+				j -= len(q.ts)
+			}
+			q.ts[j] = f.Timestamp
+			if q.tsN == 0 {
+				q.oldest = f.Timestamp
+			}
+			q.tsN++
+		}
+	}
+	q.n, q.burst = kept, keptBurst
+}
