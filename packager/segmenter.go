@@ -85,6 +85,7 @@ type session struct {
 	tracks []*track
 	byRend [numRenditions]*track // the video track of a rendition, or the audio track for Audio
 	audio  *track
+	ts     [numRenditions]*tsMuxer // MPEG-TS writers, when made
 	start  int64 // ms
 	disc   int   // discontinuity sequence number
 }
@@ -217,8 +218,8 @@ func (s *segmenter) pushVideo(f *av.Frame) {
 		}
 		kept = true
 		s.addVideo(t, dts, f, data)
-		if ts := s.cur.ts[r]; ts != nil {
-			s.writeTSVideo(ts, dts, f)
+		if s.cur.ts[r] != nil {
+			s.writeTSVideo(r, dts, f)
 		}
 	}
 	if kept {
@@ -278,8 +279,8 @@ func (s *segmenter) pushAudio(f *av.Frame) {
 	s.addSample(t, dts, uint32(ac.frameLen), 0, true, au)
 	s.lastAudio = ms + int64(ac.frameLen)*1000/int64(ac.sampleRate)
 	for r := Full; r < numRenditions; r++ {
-		if ts := s.cur.ts[r]; ts != nil {
-			s.writeTSAudio(ts, dts, au)
+		if s.cur.ts[r] != nil {
+			s.writeTSAudio(r, dts, au)
 		}
 	}
 	s.version++
@@ -455,7 +456,7 @@ func (s *segmenter) startSegment(ms int64) {
 	if s.cfg.ts {
 		for r := Full; r < numRenditions; r++ {
 			if s.sess.hasRendition(r) {
-				seg.ts[r] = s.newTSSegment(r)
+				seg.ts[r] = s.startTS(r)
 			}
 		}
 	}

@@ -198,17 +198,42 @@ func (st *stream) lookup(req fileReq) *segment {
 	return nil
 }
 
-// upcoming reports whether req names the next segment, not started yet;
-// st.mu is held.
+// upcoming reports whether req names a segment that has not started yet
+// but may soon: the next number, or (DASH $Time$) a time a little after the
+// newest segment's start; st.mu is held.
 func (st *stream) upcoming(req fileReq) bool {
-	return req.kind != fileSegmentTime && st.seg.sess != nil && st.seg.sess.id == req.sid && req.n == st.seg.nextMSN
+	sess := st.seg.sess
+	if sess == nil || sess.id != req.sid {
+		return false
+	}
+	if req.kind != fileSegmentTime {
+		return req.n == st.seg.nextMSN
+	}
+	t := sess.byRend[req.rend]
+	if t == nil {
+		return false
+	}
+	i := trackIndex(sess, t)
+	var last uint64
+	found := false
+	for _, seg := range st.seg.segs {
+		if seg.sess == sess && seg.tracks[i].hasStart {
+			last, found = seg.tracks[i].start, true
+		}
+	}
+	if !found {
+		return false
+	}
+	ahead := 3 * max(st.segMax, st.p.cfg.SegmentMinDuration)
+	limit := last + uint64(ahead.Seconds()*float64(t.timescale))
+	return req.n > last && req.n <= limit
 }
 
 // segmentData returns what exists of the requested file of seg; st.mu is held.
 func (st *stream) segmentData(seg *segment, req fileReq) (data []byte, done, ok bool) {
 	if req.kind == fileTS {
 		ts := seg.ts[req.rend]
-		if ts == nil || ts.err {
+		if ts == nil {
 			return nil, false, false
 		}
 		return ts.data, ts.done, true

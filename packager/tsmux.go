@@ -13,41 +13,69 @@ const tsOffset = 10 * 90000
 // tsSegment is the MPEG-TS version of one segment of one rendition: video
 // (unless Audio) with the audio muxed in.
 type tsSegment struct {
+	out  appendWriter
+	data []byte // what is written so far; append-only
+	done bool
+}
+
+// tsMuxer writes the MPEG-TS segments of one rendition. One writer serves
+// the whole session, so that continuity counters run on across segments.
+type tsMuxer struct {
 	w     *mpegts.Writer
-	out   appendWriter
+	out   switchWriter
 	video *mpegts.Track
 	audio *mpegts.Track
-	data  []byte // what is written so far; append-only
-	done  bool
 	err   bool
 }
 
-func (s *segmenter) newTSSegment(r Rendition) *tsSegment {
-	ts := &tsSegment{}
-	var tracks []*mpegts.Track
-	if r != Audio && s.sess.vc != nil {
-		ts.video = &mpegts.Track{Codec: &tscodecs.H264{}}
-		tracks = append(tracks, ts.video)
-	}
-	if s.sess.ac != nil {
-		ts.audio = &mpegts.Track{Codec: &tscodecs.MPEG4Audio{Config: s.sess.ac.conf}}
-		tracks = append(tracks, ts.audio)
-	}
-	ts.w = &mpegts.Writer{W: &ts.out, Tracks: tracks}
-	if err := ts.w.Initialize(); err != nil {
-		s.log.Error("mpeg-ts writer", "err", err)
-		ts.err = true
-		return ts
-	}
-	if _, err := ts.w.WriteTables(); err != nil {
-		ts.err = true
-	}
-	ts.data = ts.out.b
-	return ts
+// switchWriter sends writes to the segment being made.
+type switchWriter struct{ seg *tsSegment }
+
+func (w *switchWriter) Write(p []byte) (int, error) {
+	w.seg.out.b = append(w.seg.out.b, p...)
+	w.seg.data = w.seg.out.b
+	return len(p), nil
 }
 
-func (s *segmenter) writeTSVideo(ts *tsSegment, dts int64, f *av.Frame) {
-	if ts.err || ts.video == nil {
+func (s *segmenter) newTSMuxer(r Rendition) *tsMuxer {
+	m := &tsMuxer{}
+	var tracks []*mpegts.Track
+	if r != Audio && s.sess.vc != nil {
+		m.video = &mpegts.Track{Codec: &tscodecs.H264{}}
+		tracks = append(tracks, m.video)
+	}
+	if s.sess.ac != nil {
+		m.audio = &mpegts.Track{Codec: &tscodecs.MPEG4Audio{Config: s.sess.ac.conf}}
+		tracks = append(tracks, m.audio)
+	}
+	m.w = &mpegts.Writer{W: &m.out, Tracks: tracks}
+	if err := m.w.Initialize(); err != nil {
+		s.log.Error("mpeg-ts writer", "err", err)
+		m.err = true
+	}
+	return m
+}
+
+// startTS begins the MPEG-TS segment of rendition r with the PAT and PMT.
+func (s *segmenter) startTS(r Rendition) *tsSegment {
+	m := s.sess.ts[r]
+	if m == nil {
+		m = s.newTSMuxer(r)
+		s.sess.ts[r] = m
+	}
+	seg := &tsSegment{}
+	m.out.seg = seg
+	if !m.err {
+		if _, err := m.w.WriteTables(); err != nil {
+			m.err = true
+		}
+	}
+	return seg
+}
+
+func (s *segmenter) writeTSVideo(r Rendition, dts int64, f *av.Frame) {
+	m := s.sess.ts[r]
+	if m == nil || m.err || m.video == nil {
 		return
 	}
 	nalus := s.nalus[:0]
@@ -63,21 +91,20 @@ func (s *segmenter) writeTSVideo(ts *tsSegment, dts int64, f *av.Frame) {
 		return
 	}
 	d := dts*90 + tsOffset
-	if err := ts.w.WriteH264(ts.video, d+int64(f.CTS)*90, d, nalus); err != nil {
-		ts.err = true
+	if err := m.w.WriteH264(m.video, d+int64(f.CTS)*90, d, nalus); err != nil {
+		m.err = true
 	}
-	ts.data = ts.out.b
 }
 
-func (s *segmenter) writeTSAudio(ts *tsSegment, dts uint64, au []byte) {
-	if ts.err || ts.audio == nil {
+func (s *segmenter) writeTSAudio(r Rendition, dts uint64, au []byte) {
+	m := s.sess.ts[r]
+	if m == nil || m.err || m.audio == nil {
 		return
 	}
 	pts := int64(dts)*90000/int64(s.sess.ac.sampleRate) + tsOffset
-	if err := ts.w.WriteMPEG4Audio(ts.audio, pts, [][]byte{au}); err != nil {
-		ts.err = true
+	if err := m.w.WriteMPEG4Audio(m.audio, pts, [][]byte{au}); err != nil {
+		m.err = true
 	}
-	ts.data = ts.out.b
 }
 
 func (ts *tsSegment) finish() { ts.done = true }

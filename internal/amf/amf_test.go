@@ -33,7 +33,7 @@ func TestHostile(t *testing.T) {
 		"unknown marker":    {0x42},
 		// go-amf0's decoder panics on this (ECMA array holding two strict arrays).
 		"ecma of arrays": {0x08, 0, 0, 0, 2, 0, 1, 'a', 0x0a, 0, 0, 0, 1, 0x05, 0, 1, 'b', 0x0a, 0, 0, 0, 2, 0x05, 0x05, 0, 0, 0x09},
-		"deep":              deep(100),
+		"deep":           deep(100),
 	}
 	if _, err := Decode([]byte{0x11, 0x01}); !errors.Is(err, ErrAMF3) {
 		t.Errorf("amf3: %v", err)

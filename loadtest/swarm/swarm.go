@@ -238,7 +238,7 @@ func play(ctx context.Context, cfg Config, u rtmp.URL, v *Viewer, live, frames, 
 	var (
 		sawSeq, sawVideo bool
 		lastVTS          uint32
-		minDelta         uint32 = math.MaxUint32
+		minDelta         uint32        = math.MaxUint32
 		lastSample       time.Duration = -time.Hour
 	)
 	for time.Now().Before(end) {

@@ -34,20 +34,20 @@ func TestDropLevels(t *testing.T) {
 		{av.KindVideo, 250, bDisp, false}, // ≥ 1/4: disposable dropped
 		{av.KindVideo, 260, pRef, true},   // reference frames still queued
 		{av.KindAudio, 300, aacRaw, true},
-		{av.KindVideo, 500, pRef, false},    // ≥ 1/2: non-key dropped, wait for a keyframe
-		{av.KindVideo, 501, avcSeq, true},   // sequence headers never dropped
-		{av.KindData, 502, metaMsg, true},   // data never dropped
-		{av.KindVideo, 510, bDisp, false},   // waiting for a keyframe
-		{av.KindVideo, 520, idr, true},      // keyframe below 3/4: resync
-		{av.KindVideo, 560, bDisp, false},   // still ≥ 1/2
-		{av.KindAudio, 600, aacRaw, true},   // audio flows below full
+		{av.KindVideo, 500, pRef, false},  // ≥ 1/2: non-key dropped, wait for a keyframe
+		{av.KindVideo, 501, avcSeq, true}, // sequence headers never dropped
+		{av.KindData, 502, metaMsg, true}, // data never dropped
+		{av.KindVideo, 510, bDisp, false}, // waiting for a keyframe
+		{av.KindVideo, 520, idr, true},    // keyframe below 3/4: resync
+		{av.KindVideo, 560, bDisp, false}, // still ≥ 1/2
+		{av.KindAudio, 600, aacRaw, true}, // audio flows below full
 		// ≥ 3/4: every queued picture is stale and is purged (the keyframes at
 		// 0 and 520 and the P frame at 260); the backlog is then measured
 		// from the oldest audio, and this keyframe resyncs the viewer.
 		{av.KindVideo, 760, idr, true},
 		{av.KindAudio, 800, aacRaw, true},
-		{av.KindAudio, 1000, aacRaw, true}, // 3/4 < backlog < full: audio still flows
-		{av.KindVideo, 1001, pRef, false},  // ≥ 3/4 again: purge (the keyframe at 760), wait for a keyframe
+		{av.KindAudio, 1000, aacRaw, true},  // 3/4 < backlog < full: audio still flows
+		{av.KindVideo, 1001, pRef, false},   // ≥ 3/4 again: purge (the keyframe at 760), wait for a keyframe
 		{av.KindAudio, 1400, aacRaw, false}, // full: audio dropped
 	}
 	purgeAt := map[uint32]bool{760: true, 1001: true}
