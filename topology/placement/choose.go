@@ -180,7 +180,7 @@ func (w *view) pick(row []float32, cs []ServerID, kbps int64, reserve bool, r Ra
 func (m *Mesh) ChooseSticky(v graph.VertexID, s StreamID, c Claims, r Rand) Result {
 	w := m.view.Load()
 	if c.Server != "" && s >= 0 && int(s) < len(w.names) && c.Stream == w.names[s] {
-		if id, ok := w.byID[c.Server]; ok && w.load[id].state.Load() == stateUp && m.Carries(id, s) {
+		if id, ok := w.byID[c.Server]; ok && w.load[id].state.Load() == stateUp && w.carries(id, s) {
 			info := &w.servers[id]
 			if info.hard == 0 || w.load[id].viewers.Load() < info.hard {
 				d := distance.Inf

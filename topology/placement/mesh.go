@@ -257,8 +257,9 @@ func (m *Mesh) Carriers(s StreamID) []ServerID {
 
 // Carries reports whether server id carries stream s (the primary carries
 // every stream).
-func (m *Mesh) Carries(id ServerID, s StreamID) bool {
-	v := m.view.Load()
+func (m *Mesh) Carries(id ServerID, s StreamID) bool { return m.view.Load().carries(id, s) }
+
+func (v *view) carries(id ServerID, s StreamID) bool {
 	if id == v.primary {
 		return true
 	}
