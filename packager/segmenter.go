@@ -86,8 +86,8 @@ type session struct {
 	byRend [numRenditions]*track // the video track of a rendition, or the audio track for Audio
 	audio  *track
 	ts     [numRenditions]*tsMuxer // MPEG-TS writers, when made
-	start  int64 // ms
-	disc   int   // discontinuity sequence number
+	start  int64                   // ms
+	disc   int                     // discontinuity sequence number
 }
 
 // hasRendition reports whether the session offers r.
