@@ -1,6 +1,8 @@
 package packager
 
 import (
+	"context"
+	"errors"
 	"net"
 	"net/http"
 	"strings"
@@ -211,8 +213,14 @@ func TestLingerStopsIdleStreams(t *testing.T) {
 }
 
 func TestAlwaysOnKeepsStreams(t *testing.T) {
-	p, src, srv := testServer(t, Config{Linger: 50 * time.Millisecond, Default: AppConfig{AlwaysOn: true}})
-	startStream(t, src, srv.URL)
+	p, src, _ := testServer(t, Config{Linger: 50 * time.Millisecond, Default: AppConfig{AlwaysOn: true}})
+	if err := p.Start(context.Background(), "live", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background(), "live", "absent"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("absent stream: %v", err)
+	}
+	src.current(t).push(synthGOPs(0, 1, true)...)
 	time.Sleep(300 * time.Millisecond) // several lingers
 	if len(p.Streams()) != 1 {
 		t.Fatal("an always-on stream stopped")

@@ -90,6 +90,18 @@ func (p *Packager) stream(ctx context.Context, app, name string) (*stream, error
 	return st, nil
 }
 
+// Start begins packaging app/name now, before any HTTP request (for apps
+// configured AlwaysOn, call it when a stream is published so the first
+// viewer finds segments ready). Other apps' streams stop after Linger
+// without requests as usual.
+func (p *Packager) Start(ctx context.Context, app, name string) error {
+	if !validName(app) || !validName(name) {
+		return ErrNotFound
+	}
+	_, err := p.stream(ctx, app, name)
+	return err
+}
+
 // forget removes a stopped stream so that the next request starts afresh.
 func (p *Packager) forget(st *stream) {
 	key := st.app + "/" + st.name

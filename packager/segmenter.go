@@ -447,8 +447,16 @@ func (s *segmenter) startSegment(ms int64) {
 	seg := &segment{msn: s.nextMSN, sess: s.sess, start: ms, wall: s.now()}
 	s.nextMSN++
 	seg.tracks = make([]*trackSeg, len(s.sess.tracks))
+	var prev *segment
+	if n := len(s.segs); n > 0 && s.segs[n-1].sess == s.sess {
+		prev = s.segs[n-1]
+	}
 	for i := range seg.tracks {
 		seg.tracks[i] = &trackSeg{}
+		if prev != nil {
+			// Room for a segment like the last one: no regrowing while it fills.
+			seg.tracks[i].data = make([]byte, 0, len(prev.tracks[i].data)*5/4+4096)
+		}
 	}
 	for _, t := range s.sess.tracks {
 		t.overflow = false

@@ -1,0 +1,79 @@
+package packager
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// benchFrames is a minute of a synthetic 25 fps stream with AAC audio
+// (about 1.9 Mbit/s: 5 kB keyframes… see synthGOPs).
+var benchFrames = synthGOPs(0, 30, true)
+
+// BenchmarkPackage measures the packaging cost per incoming frame (video
+// and audio) for each HLS format; every format also makes the fMP4 that
+// DASH serves. One op is one frame through all four renditions.
+func BenchmarkPackage(b *testing.B) {
+	for _, v := range []struct {
+		name      string
+		parts, ts bool
+	}{{"llhls", true, false}, {"fmp4", false, false}, {"mpegts", false, true}} {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var s *segmenter
+			i := len(benchFrames)
+			for n := 0; n < b.N; n++ {
+				if i == len(benchFrames) {
+					b.StopTimer()
+					s = testSegmenter(v.parts, v.ts)
+					i = 0
+					b.StartTimer()
+				}
+				s.push(benchFrames[i])
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkServePart measures serving a part that every viewer shares: the
+// cost is per request, nothing is copied or encoded per viewer.
+func BenchmarkServePart(b *testing.B) {
+	src := newPushSource()
+	p, err := New(src, Config{Logger: discardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	h := p.Handler()
+	go func() {
+		sub := src.current(b)
+		sub.push(synthGOPs(0, 2, true)...)
+	}()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/hls/live/test/full.m3u8", nil))
+	m := sidRE.FindStringSubmatch(rec.Body.String())
+	if m == nil {
+		b.Fatalf("playlist: %d %s", rec.Code, rec.Body)
+	}
+	req := httptest.NewRequest("GET", "/hls/live/test/"+m[1]+"_full_0.1.m4s", nil)
+	w := &discardWriter{h: http.Header{}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		clear(w.h)
+		h.ServeHTTP(w, req)
+		if w.code != 200 {
+			b.Fatalf("status %d", w.code)
+		}
+	}
+}
+
+type discardWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *discardWriter) WriteHeader(c int)           { w.code = c }
