@@ -3,6 +3,8 @@ package packager
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -46,5 +48,45 @@ func TestHubSource(t *testing.T) {
 	h.Release()
 	if reg.Lookup("live", "cam") != nil {
 		t.Fatal("the packager's reference kept the hub alive after Close")
+	}
+}
+
+// TestPackagerOverHub runs the packager on a real hub: a publisher writes
+// frames, an HTTP request starts packaging, the playlist lists segments.
+func TestPackagerOverHub(t *testing.T) {
+	reg := hub.NewRegistry(hub.Config{}, discardLogger())
+	h := reg.Acquire("live", "test")
+	defer h.Release()
+	h.Begin(hub.PublisherInfo{Addr: "127.0.0.1:1", ID: "pub"})
+	frames := synthGOPs(0, 4, true)
+	for _, f := range frames[:len(frames)/4] { // the first GOP: in the GOP cache
+		h.Write(f.Kind, f.Timestamp, f.Payload)
+	}
+	p, err := New(HubSource{Registry: reg}, Config{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	srv := httptest.NewServer(p.Handler())
+	defer srv.Close()
+	got := make(chan int, 1)
+	go func() {
+		resp, err := http.Get(srv.URL + "/hls/live/test/index.m3u8")
+		if err != nil {
+			got <- 0
+			return
+		}
+		resp.Body.Close()
+		got <- resp.StatusCode
+	}()
+	waitUntil(t, "the packager to subscribe", func() bool { return h.SubscriberCount() == 1 })
+	for _, f := range frames[len(frames)/4:] {
+		h.Write(f.Kind, f.Timestamp, f.Payload)
+	}
+	if code := <-got; code != http.StatusOK {
+		t.Fatalf("index.m3u8: %d", code)
+	}
+	if resp, _ := get(t, srv.Client(), srv.URL+"/hls/live/absent/index.m3u8"); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("absent stream: %d", resp.StatusCode)
 	}
 }
