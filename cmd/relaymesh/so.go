@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/relaymesh/relaymesh/ingest/rpc"
+	"github.com/relaymesh/relaymesh/ingest/sharedobjects"
+	"github.com/relaymesh/relaymesh/internal/config"
+	mrpc "github.com/relaymesh/relaymesh/internal/rpc"
+	"github.com/relaymesh/relaymesh/internal/rtmp"
+	so "github.com/relaymesh/relaymesh/internal/sharedobject"
+	"github.com/relaymesh/relaymesh/relay/sorelay"
+)
+
+func init() {
+	register(command{name: "so", summary: "shared objects: 'so watch URL --name N' or 'so set URL --name N --slot K --value JSON'", run: runSO})
+}
+
+// soFlags are the primary's shared-object and RPC flags.
+type soFlags struct {
+	data           string
+	webhooks       multiFlag
+	webhookTimeout time.Duration
+}
+
+// defaultDataDir is where persistent shared objects live without --data.
+func defaultDataDir() string { return filepath.Join(os.TempDir(), "relaymesh-data") }
+
+func (f *soFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.data, "data", defaultDataDir(), "directory of persistent shared objects")
+	fs.Var(&f.webhooks, "webhook", "APP=URL: calls of clients of APP (or * for any) without a Go handler are POSTed to URL; repeatable")
+	fs.DurationVar(&f.webhookTimeout, "webhook-timeout", 5*time.Second, "how long a call webhook may take before the client gets _error")
+}
+
+// primary starts the primary's shared-object and RPC layer, mounts its HTTP
+// API, and returns it with a stop function that saves persistent objects.
+func (f *soFlags) primary(n *node, log *slog.Logger) (*rpc.Server, func(), error) {
+	store, err := sharedobjects.NewFileStore(f.data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--data: %w", err)
+	}
+	hooks := map[string]string{}
+	for _, kv := range f.webhooks {
+		app, url, ok := strings.Cut(kv, "=")
+		if !ok || app == "" || !strings.HasPrefix(url, "http") {
+			return nil, nil, fmt.Errorf("--webhook %q: want APP=http(s)://…", kv)
+		}
+		hooks[app] = url
+	}
+	srv, err := rpc.New(rpc.Config{
+		SharedObjects:  sharedobjects.Config{Store: store},
+		Webhooks:       hooks,
+		WebhookTimeout: f.webhookTimeout,
+		Log:            log,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	srv.Routes(n.http.Mux)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Run(ctx) }()
+	return srv, func() { cancel(); <-done }, nil
+}
+
+// soRelay starts a relay's shared-object and RPC layer.
+func soRelay(ctx context.Context, cfg config.Config, conn rtmp.ConnConfig, log *slog.Logger) (*sorelay.Relay, error) {
+	return sorelay.New(ctx, sorelay.Config{RelayID: cfg.Relay.ID, Upstream: cfg.Relay.Upstream, Conn: conn, Log: log})
+}
+
+// splitURL takes the rtmp:// URL that may come before the flags.
+func splitURL(args []string) (string, []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "", args
+}
+
+func runSO(ctx context.Context, args []string) error {
+	if len(args) == 0 || (args[0] != "watch" && args[0] != "set") {
+		return errors.New("usage: relaymesh so watch|set rtmp://HOST/APP/INSTANCE --name OBJECT [flags]")
+	}
+	verb := args[0]
+	url, rest := splitURL(args[1:])
+	fs := flag.NewFlagSet("so "+verb, flag.ContinueOnError)
+	name := fs.String("name", "", "shared object name (required)")
+	persistent := fs.Bool("persistent", false, "the object is persistent")
+	slot := fs.String("slot", "", "set: slot to write")
+	value := fs.String("value", "", "set: JSON value (null removes the slot)")
+	timeout := fs.Duration("timeout", 10*time.Second, "set: how long to wait for the server")
+	if err := fs.Parse(rest); err != nil {
+		return err
+	}
+	if url == "" {
+		url = fs.Arg(0)
+	}
+	if url == "" || *name == "" {
+		return errors.New("an rtmp:// URL and --name are required")
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	out := json.NewEncoder(os.Stdout)
+	var cfg mrpc.ClientConfig
+	cfg.Log = log
+	if verb == "watch" {
+		cfg.OnObject = func(o *mrpc.Object, m so.Message) { _ = out.Encode(describeSO(m)) }
+	}
+	dctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	c, err := mrpc.Dial(dctx, url, cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	o, err := c.Use(dctx, *name, *persistent)
+	if err != nil {
+		return err
+	}
+	if verb == "watch" {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.Done():
+			return c.Err()
+		}
+	}
+	if *slot == "" {
+		return errors.New("set: --slot is required")
+	}
+	v, err := mrpc.ParseJSON([]byte(*value))
+	if err != nil {
+		return fmt.Errorf("--value: %w", err)
+	}
+	if err := o.Set(dctx, *slot, v); err != nil {
+		return err
+	}
+	slots, version := o.Slots()
+	js, _ := mrpc.ToJSON(slots)
+	return out.Encode(map[string]any{"version": version, "slots": js})
+}
+
+// describeSO is a shared-object message as JSON for watchers.
+func describeSO(m so.Message) map[string]any {
+	evs := make([]map[string]any, 0, len(m.Events))
+	for _, e := range m.Events {
+		d := map[string]any{"type": e.Type.String()}
+		switch e.Type {
+		case so.EventChange:
+			d["key"] = e.Key
+			d["value"], _ = mrpc.ToJSON(e.Value)
+		case so.EventSuccess, so.EventRemove:
+			d["key"] = e.Key
+		case so.EventSendMessage:
+			d["handler"] = e.Handler
+			d["args"], _ = mrpc.ToJSONList(e.Args)
+		case so.EventStatus:
+			d["code"] = e.Code
+		}
+		evs = append(evs, d)
+	}
+	return map[string]any{"object": m.Name, "version": m.Version, "events": evs}
+}
