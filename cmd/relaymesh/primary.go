@@ -23,6 +23,8 @@ func runPrimary(ctx context.Context, args []string) error {
 	tokenSecret := fs.String("token-secret", "", "secret for HMAC-signed publish tokens (?token=EXPIRY.SIG)")
 	open := fs.Bool("open", false, "let anyone publish without a key (development only)")
 	takeover := fs.Bool("takeover", false, "a new publisher replaces a live one instead of being refused")
+	var sof soFlags // shared objects and RPC (so.go)
+	sof.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,7 +59,12 @@ func runPrimary(ctx context.Context, args []string) error {
 		Auth:     ingest.Auth{Keys: cfg.Publish.Keys, TokenSecret: cfg.Publish.TokenSecret, Open: cfg.Publish.Open},
 		Takeover: cfg.Publish.Takeover,
 	}, n.hubs, log)
-	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Publish: in.Publish, Grace: cfg.RTMP.Grace, Log: log})
+	sos, stopSO, err := sof.primary(n, log)
+	if err != nil {
+		return err
+	}
+	defer stopSO()
+	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Publish: in.Publish, Messages: sos.Message, Grace: cfg.RTMP.Grace, Log: log})
 	log.Info("primary listening", "rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String())
-	return n.run(ctx, h)
+	return n.run(ctx, sos.Wrap(h))
 }

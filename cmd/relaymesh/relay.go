@@ -58,7 +58,11 @@ func runRelay(ctx context.Context, args []string) error {
 	n.http.Mux.HandleFunc("GET /api/v1/pulls", func(w http.ResponseWriter, r *http.Request) {
 		httpserver.WriteJSON(w, http.StatusOK, map[string]any{"id": cfg.Relay.ID, "location": cfg.Relay.Location, "pulls": up.Pulls()})
 	})
-	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Grace: cfg.RTMP.Grace, Log: log})
+	sor, err := soRelay(ctx, cfg, connConfig(cfg.RTMP), log) // shared objects and RPC (so.go)
+	if err != nil {
+		return err
+	}
+	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Messages: sor.Message, Grace: cfg.RTMP.Grace, Log: log})
 	log.Info("relay listening", "rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String(), "upstream", cfg.Relay.Upstream, "location", cfg.Relay.Location)
-	return n.run(ctx, h)
+	return n.run(ctx, sor.Wrap(h))
 }

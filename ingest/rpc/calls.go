@@ -163,4 +163,3 @@ func readCall(w http.ResponseWriter, r *http.Request) (string, []any, bool) {
 func httpError(w http.ResponseWriter, code int, err error) {
 	httpserver.WriteJSON(w, code, map[string]any{"error": err.Error()})
 }
-

@@ -137,7 +137,6 @@ func (c *Client) read() {
 	close(c.done)
 }
 
-
 func (c *Client) command(cmd *rtmp.Command) {
 	switch cmd.Name {
 	case "_result", "_error":
