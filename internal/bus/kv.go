@@ -1,0 +1,80 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Bucket names and the leader key.
+const (
+	BucketRelays     = "relaymesh_" + Version + "_relays"
+	BucketPlacements = "relaymesh_" + Version + "_placements"
+	BucketLeader     = "relaymesh_" + Version + "_leader"
+	LeaderKey        = "leader"
+)
+
+// Default TTLs of the buckets.
+const (
+	// DefaultStatusTTL: a relay that has not reported for this long vanishes.
+	DefaultStatusTTL = 10 * time.Second
+	// DefaultLeaseTTL: a leader that has not renewed for this long loses the lease.
+	DefaultLeaseTTL = 5 * time.Second
+)
+
+// Buckets are the key-value stores of the control plane.
+type Buckets struct {
+	Relays, Placements, Leader jetstream.KeyValue
+}
+
+// BucketConfig sets the TTLs (zero: the defaults).
+type BucketConfig struct {
+	StatusTTL, LeaseTTL time.Duration
+}
+
+// OpenBuckets creates the buckets if they do not exist yet and opens them.
+// It fails (rather than waits) when JetStream is unreachable: callers retry.
+func (c *Conn) OpenBuckets(ctx context.Context, cfg BucketConfig) (*Buckets, error) {
+	if cfg.StatusTTL <= 0 {
+		cfg.StatusTTL = DefaultStatusTTL
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	var b Buckets
+	var err error
+	if b.Relays, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketRelays, History: 1, TTL: cfg.StatusTTL,
+		Description: "relay status, one key per relay; entries expire when a relay stops reporting"}); err != nil {
+		return nil, err
+	}
+	if b.Placements, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketPlacements, History: 1,
+		Description: "relays of each stream, written by the leading orchestrator"}); err != nil {
+		return nil, err
+	}
+	if b.Leader, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketLeader, History: 1, TTL: cfg.LeaseTTL,
+		Description: "orchestrator leadership lease"}); err != nil {
+		return nil, err
+	}
+	return &b, nil
+}
+
+func (c *Conn) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := c.JS.KeyValue(ctx, cfg.Bucket)
+	if err == nil {
+		return kv, nil
+	}
+	if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("bus: bucket %s: %w", cfg.Bucket, err)
+	}
+	kv, err = c.JS.CreateKeyValue(ctx, cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = c.JS.KeyValue(ctx, cfg.Bucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bus: create bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
+}
