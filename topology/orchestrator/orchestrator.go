@@ -1,0 +1,274 @@
+// Package orchestrator is the control-plane service that opens and closes
+// relays: it consumes viewer demand and relay status from the bus, runs the
+// topology code (demand bonus, per-region scaling), keeps the placements in
+// a key-value bucket, chooses each new relay's parent and commands relays.
+//
+// Several instances may run; one leads, through a lease in a bucket with a
+// TTL (created if absent, renewed every interval). When the leader stops
+// (or its lease lapses) another instance takes over within about a lease
+// TTL and rebuilds its state from the placements bucket and fresh statuses.
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/topology/demand"
+	"github.com/relaymesh/relaymesh/topology/graph"
+	"github.com/relaymesh/relaymesh/topology/scaling"
+)
+
+// Config tunes an orchestrator. Zero fields take the documented defaults.
+type Config struct {
+	// ID names this instance in the lease. Default host name and process id.
+	ID string
+	// Graph is the location graph with its servers (required).
+	Graph *graph.Graph
+	// Demand and Scaling are the topology parameters (see docs/topology.md).
+	Demand  demand.Config
+	Scaling scaling.Config
+	// Interval between evaluations and lease renewals. Default 1 s.
+	Interval time.Duration
+	// Buckets sets the status and lease TTLs (defaults in package bus).
+	// A follower takes over within about LeaseTTL of the leader's death.
+	Buckets bus.BucketConfig
+	// FanOut is how many relays of one stream may pull from one server
+	// (primary or relay) before the next relay goes to another parent.
+	// Default 4.
+	FanOut int
+	// CommandTimeout bounds one command to a relay. Default 20 s.
+	CommandTimeout time.Duration
+	// MaxStreams bounds the streams tracked. Default 10,000.
+	MaxStreams int
+}
+
+func (c *Config) defaults() {
+	if c.ID == "" {
+		h, _ := os.Hostname()
+		c.ID = fmt.Sprintf("%s-%d", h, os.Getpid())
+	}
+	if c.Interval <= 0 {
+		c.Interval = time.Second
+	}
+	if c.Buckets.StatusTTL <= 0 {
+		c.Buckets.StatusTTL = bus.DefaultStatusTTL
+	}
+	if c.Buckets.LeaseTTL <= 0 {
+		c.Buckets.LeaseTTL = bus.DefaultLeaseTTL
+	}
+	if c.FanOut <= 0 {
+		c.FanOut = 4
+	}
+	if c.CommandTimeout <= 0 {
+		c.CommandTimeout = 20 * time.Second
+	}
+	if c.MaxStreams <= 0 {
+		c.MaxStreams = 10000
+	}
+}
+
+// Bonus is the demand bonus of a stream at a location, for dashboards.
+type Bonus struct {
+	App       string  `json:"app"`
+	Name      string  `json:"name"`
+	Location  string  `json:"location"`
+	Value     float64 `json:"value"`
+	Threshold float64 `json:"threshold"`
+}
+
+// Orchestrator is one instance of the service.
+type Orchestrator struct {
+	cfg    Config
+	conn   *bus.Conn
+	log    *slog.Logger
+	leader atomic.Bool
+	bonus  atomic.Pointer[[]Bonus]
+	terms  atomic.Uint64
+}
+
+// New returns an orchestrator; Run starts it.
+func New(cfg Config, conn *bus.Conn, log *slog.Logger) (*Orchestrator, error) {
+	cfg.defaults()
+	if cfg.Graph == nil || cfg.Graph.Primary() < 0 {
+		return nil, errors.New("orchestrator: a graph with a primary server is required")
+	}
+	if conn == nil {
+		return nil, errors.New("orchestrator: a bus connection is required")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	o := &Orchestrator{cfg: cfg, conn: conn, log: log.With("component", "orchestrator", "instance", cfg.ID)}
+	empty := []Bonus{}
+	o.bonus.Store(&empty)
+	return o, nil
+}
+
+// Leader reports whether this instance currently leads.
+func (o *Orchestrator) Leader() bool { return o.leader.Load() }
+
+// Terms counts the times this instance became leader.
+func (o *Orchestrator) Terms() uint64 { return o.terms.Load() }
+
+// Bonuses returns the demand bonuses at the last evaluation of the leader
+// (empty on a follower).
+func (o *Orchestrator) Bonuses() []Bonus { return *o.bonus.Load() }
+
+// Run follows and, when it wins the lease, leads until ctx ends.
+func (o *Orchestrator) Run(ctx context.Context) error {
+	var buckets *bus.Buckets
+	t := time.NewTicker(o.cfg.Interval)
+	defer t.Stop()
+	for {
+		if buckets == nil {
+			bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			b, err := o.conn.OpenBuckets(bctx, o.cfg.Buckets)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				o.log.Debug("buckets unavailable, will retry", "err", err)
+			}
+			buckets = b
+		}
+		if buckets != nil {
+			if rev, ok := o.acquire(ctx, buckets); ok {
+				o.terms.Add(1)
+				o.leader.Store(true)
+				o.log.Info("leading")
+				err := o.lead(ctx, buckets, rev)
+				o.leader.Store(false)
+				empty := []Bonus{}
+				o.bonus.Store(&empty)
+				if ctx.Err() != nil {
+					o.release(buckets)
+					return nil
+				}
+				o.log.Warn("leadership lost", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// acquire creates the lease if nobody holds it.
+func (o *Orchestrator) acquire(ctx context.Context, b *bus.Buckets) (uint64, bool) {
+	data, _ := bus.Encode(bus.Lease{Holder: o.cfg.ID, Since: time.Now().UTC()})
+	cctx, cancel := context.WithTimeout(ctx, o.cfg.Interval)
+	defer cancel()
+	rev, err := b.Leader.Create(cctx, bus.LeaderKey, data)
+	return rev, err == nil
+}
+
+// release deletes the lease on a clean stop so a follower takes over at once.
+func (o *Orchestrator) release(b *bus.Buckets) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	e, err := b.Leader.Get(ctx, bus.LeaderKey)
+	if err != nil {
+		return
+	}
+	if l, err := bus.DecodeLease(e.Value()); err == nil && l.Holder == o.cfg.ID {
+		_ = b.Leader.Purge(ctx, bus.LeaderKey)
+	}
+}
+
+// lead runs the leader loop until ctx ends or the lease cannot be renewed.
+func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st := newState(o, b)
+	if err := st.restore(ctx); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	statuses := make(chan bus.Status, 256)
+	w, err := b.Relays.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("watch statuses: %w", err)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil || e.Value() == nil {
+					continue
+				}
+				s, err := bus.DecodeStatus(e.Value())
+				if err != nil || s.ID != e.Key() {
+					continue
+				}
+				select {
+				case statuses <- s:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	demandCh := make(chan []byte, 256)
+	sub, err := o.conn.NC.Subscribe(bus.DemandSubject, func(m *nats.Msg) {
+		select {
+		case demandCh <- m.Data:
+		default: // a burst beyond the queue: drop, demand is statistical
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("subscribe demand: %w", err)
+	}
+	defer sub.Unsubscribe()
+	st.startWorkers(ctx, &wg)
+
+	t := time.NewTicker(o.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case s := <-statuses:
+			st.onStatus(s)
+		case data := <-demandCh:
+			d, err := bus.DecodeDemand(data)
+			if err != nil {
+				o.log.Debug("bad demand message", "err", err)
+				continue
+			}
+			st.onDemand(ctx, time.Now(), d)
+		case r := <-st.results:
+			st.onResult(ctx, r)
+		case now := <-t.C:
+			rctx, rcancel := context.WithTimeout(ctx, o.cfg.Interval)
+			data, _ := bus.Encode(bus.Lease{Holder: o.cfg.ID, Since: now.UTC()})
+			nrev, err := b.Leader.Update(rctx, bus.LeaderKey, data, rev)
+			rcancel()
+			if err != nil {
+				return fmt.Errorf("renew lease: %w", err)
+			}
+			rev = nrev
+			st.evaluate(ctx, now)
+			o.bonus.Store(st.bonuses(now))
+		}
+	}
+}
