@@ -148,7 +148,7 @@ func (w *wrapped) Connect(ctx context.Context, ss *rtmp.Session, req *rtmp.Conne
 	if err := w.Handler.Connect(ctx, ss, req); err != nil {
 		return err
 	}
-	w.s.add(ss)
+	w.s.add(ss, req)
 	return nil
 }
 
@@ -167,12 +167,10 @@ func (w *wrapped) Closed(ss *rtmp.Session, err error) {
 	w.Handler.Closed(ss, err)
 }
 
-func (s *Server) add(ss *rtmp.Session) *mrpc.Peer {
-	link := false
-	if ss.Connect.Object != nil {
-		_, link = ss.Connect.Object[mrpc.PropScope]
-	}
-	p, added := s.peers.Add(ss, relay.IsRelay(ss), link)
+func (s *Server) add(ss *rtmp.Session, req *rtmp.ConnectRequest) *mrpc.Peer {
+	_, isRelay := req.Object[relay.RelayMarker]
+	_, link := req.Object[mrpc.PropScope]
+	p, added := s.peers.Add(ss, req, isRelay, link)
 	if added {
 		p.State = &peerState{}
 		if link {
@@ -193,7 +191,7 @@ func (s *Server) closed(ss *rtmp.Session) {
 func (s *Server) Message(ctx context.Context, ss *rtmp.Session, m rtmp.Message) {
 	p := s.peers.Of(ss)
 	if p == nil {
-		p = s.add(ss) // a handler that was not wrapped; Closed will not be seen
+		p = s.add(ss, ss.Connect) // a handler that was not wrapped; Closed will not be seen
 	}
 	if !p.Relay && !p.Allow(s.log) {
 		return

@@ -106,15 +106,17 @@ func (ps *Peers) Node() string { return ps.cfg.Node }
 
 // Add registers a connected session and returns its peer (the existing one
 // when the session is already registered; added reports which).
-func (ps *Peers) Add(s *rtmp.Session, relay, link bool) (p *Peer, added bool) {
+// req is the session's connect request (s.Connect is set only once the
+// connect handler has returned).
+func (ps *Peers) Add(s *rtmp.Session, req *rtmp.ConnectRequest, relay, link bool) (p *Peer, added bool) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if p := ps.bySS[s]; p != nil {
 		return p, false
 	}
 	ps.next++
-	p = &Peer{ID: ps.next, Name: ps.cfg.Node + ":" + s.ID, Scope: ScopeOf(s.Connect.App), Relay: relay, Link: link, Session: s,
-		amf3: s.Connect.ObjectEncoding == 3}
+	p = &Peer{ID: ps.next, Name: ps.cfg.Node + ":" + s.ID, Scope: ScopeOf(req.App), Relay: relay, Link: link, Session: s,
+		amf3: req.ObjectEncoding == 3}
 	if !relay {
 		p.limiter = rate.NewLimiter(rate.Limit(ps.cfg.FloodPerSecond), ps.cfg.FloodBurst)
 	}

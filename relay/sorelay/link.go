@@ -26,6 +26,7 @@ type link struct {
 	done   chan struct{}
 
 	mu     sync.Mutex
+	ready  chan struct{} // closed while connected; replaced when the link is lost
 	txid   float64
 	calls  map[float64]pendingCall
 	linger *time.Timer
@@ -38,7 +39,8 @@ type pendingCall struct {
 }
 
 func newLink(r *Relay, scope string) (*link, error) {
-	l := &link{r: r, scope: scope, log: r.log.With("scope", scope), calls: map[float64]pendingCall{}, done: make(chan struct{})}
+	l := &link{r: r, scope: scope, log: r.log.With("scope", scope), calls: map[float64]pendingCall{},
+		done: make(chan struct{}), ready: make(chan struct{})}
 	var err error
 	l.proxy, err = replica.New(replica.Config{
 		Scope: scope, Rules: r.cfg.Rules, Limits: r.cfg.Limits, Logger: l.log,
@@ -133,8 +135,14 @@ func (l *link) once(ctx context.Context) bool {
 	cc.SetReadTimeout(0)
 	l.conn.Store(cc)
 	l.proxy.UpstreamReset() // uses every object again; answers re-sync local clients
+	l.mu.Lock()
+	close(l.ready)
+	l.mu.Unlock()
 	l.log.Debug("scope link connected", "upstream", u.Host)
 	err = l.read(cc)
+	l.mu.Lock()
+	l.ready = make(chan struct{})
+	l.mu.Unlock()
 	l.conn.Store(nil)
 	cc.Close(err)
 	l.proxy.UpstreamLost()
@@ -180,7 +188,7 @@ func (l *link) read(cc *rtmp.ClientConn) error {
 
 // forward sends a local client's call upstream with a transaction id of
 // the link, remembering whom to answer.
-func (l *link) forward(p *mrpc.Peer, cmd *rtmp.Command) {
+func (l *link) forward(ctx context.Context, p *mrpc.Peer, cmd *rtmp.Command) {
 	client := p.Name
 	if p.Relay {
 		if id := mrpc.ClientOf(cmd); id != "" {
@@ -192,7 +200,7 @@ func (l *link) forward(p *mrpc.Peer, cmd *rtmp.Command) {
 			_ = p.Send(mrpc.ErrorMessage(cmd.TransactionID, mrpc.CodeCallFailed, desc))
 		}
 	}
-	cc := l.conn.Load()
+	cc := l.connected(ctx)
 	if cc == nil {
 		fail("upstream not connected")
 		return
@@ -240,6 +248,25 @@ func (l *link) forward(p *mrpc.Peer, cmd *rtmp.Command) {
 			fail("cannot forward the call: " + err.Error())
 		}
 	}
+}
+
+// connected returns the upstream connection, waiting up to ConnectWait for
+// a link that is (re)connecting.
+func (l *link) connected(ctx context.Context) *rtmp.ClientConn {
+	if cc := l.conn.Load(); cc != nil {
+		return cc
+	}
+	l.mu.Lock()
+	ready := l.ready
+	l.mu.Unlock()
+	t := time.NewTimer(l.r.cfg.ConnectWait)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return l.conn.Load()
 }
 
 // answer routes upstream's _result or _error to the client that called.

@@ -31,6 +31,9 @@ type Config struct {
 	// BackoffMin and BackoffMax bound the reconnect delay of a link
 	// (defaults 250ms and 5s).
 	BackoffMin, BackoffMax time.Duration
+	// ConnectWait is how long a call waits for a scope link that is
+	// connecting before it is refused (default 5s).
+	ConnectWait time.Duration
 	// Linger keeps a scope's link after its last local client left
 	// (default 5s).
 	Linger time.Duration
@@ -52,6 +55,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BackoffMax <= 0 {
 		c.BackoffMax = 5 * time.Second
+	}
+	if c.ConnectWait <= 0 {
+		c.ConnectWait = 5 * time.Second
 	}
 	if c.Linger <= 0 {
 		c.Linger = 5 * time.Second
@@ -139,7 +145,7 @@ func (w *wrapped) Connect(ctx context.Context, ss *rtmp.Session, req *rtmp.Conne
 	if err := w.Handler.Connect(ctx, ss, req); err != nil {
 		return err
 	}
-	p := w.r.add(ss)
+	p := w.r.add(ss, req)
 	if p.Link || (!p.Relay && strings.Contains(strings.Trim(req.App, "/"), "/")) {
 		w.r.ensure(p.Scope)
 	}
@@ -151,15 +157,13 @@ func (w *wrapped) Closed(ss *rtmp.Session, err error) {
 	w.Handler.Closed(ss, err)
 }
 
-func (r *Relay) add(ss *rtmp.Session) *mrpc.Peer {
-	link := false
-	if ss.Connect.Object != nil {
-		_, link = ss.Connect.Object[mrpc.PropScope]
-	}
-	p, added := r.peers.Add(ss, relay.IsRelay(ss), link)
+func (r *Relay) add(ss *rtmp.Session, req *rtmp.ConnectRequest) *mrpc.Peer {
+	_, isRelay := req.Object[relay.RelayMarker]
+	_, link := req.Object[mrpc.PropScope]
+	p, added := r.peers.Add(ss, req, isRelay, link)
 	if added {
 		p.State = &peerState{}
-		if link || strings.Contains(strings.Trim(ss.Connect.App, "/"), "/") {
+		if link || strings.Contains(strings.Trim(req.App, "/"), "/") {
 			ss.Conn.SetReadTimeout(0) // shared-object clients and links may stay silent
 		}
 	}
@@ -229,7 +233,7 @@ func (r *Relay) Links() map[string]bool {
 func (r *Relay) Message(ctx context.Context, ss *rtmp.Session, m rtmp.Message) {
 	p := r.peers.Of(ss)
 	if p == nil {
-		p = r.add(ss)
+		p = r.add(ss, ss.Connect)
 	}
 	if !p.Relay && !p.Allow(r.log) {
 		return
@@ -273,6 +277,6 @@ func (r *Relay) Message(ctx context.Context, ss *rtmp.Session, m rtmp.Message) {
 			}
 			return
 		}
-		l.forward(p, cmd)
+		l.forward(ctx, p, cmd)
 	}
 }
