@@ -1,0 +1,344 @@
+package redirector
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/netip"
+	"sort"
+	"strings"
+	"time"
+
+	mrand "math/rand/v2"
+
+	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/topology/graph"
+	"github.com/relaymesh/relaymesh/topology/placement"
+)
+
+// TokenCookie and TokenParam carry the sticky token.
+const (
+	TokenCookie = "relaymesh_sticky"
+	TokenParam  = "token"
+)
+
+// Choice is the JSON answer of /play with Accept: application/json.
+type Choice struct {
+	Relay    string  `json:"relay"`
+	Location string  `json:"location"`
+	Distance float64 `json:"distance"`
+	Reason   string  `json:"reason"`
+	URL      string  `json:"url"`
+	Token    string  `json:"token,omitempty"`
+	Viewer   string  `json:"viewer_location,omitempty"`
+}
+
+// Handler serves /play/{app}/{name} and /api/v1/mesh.
+func (r *Redirector) Handler() http.Handler {
+	mux := http.NewServeMux()
+	r.Mount(mux)
+	return mux
+}
+
+// Mount adds the redirector's routes to mux.
+func (r *Redirector) Mount(mux *http.ServeMux) {
+	mux.HandleFunc("GET /play/{app}/{name}", r.play)
+	mux.HandleFunc("GET /api/v1/mesh", r.meshAPI)
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > bus.MaxTokenLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] == 0x7f || s[i] == '/' || s[i] == '?' || s[i] == '#' || s[i] == '%' {
+			return false
+		}
+	}
+	return true
+}
+
+// viewerAddr is the viewer's address: the peer, or the nearest untrusted
+// hop of X-Forwarded-For when the peer is a trusted proxy, or ?ip= in dev.
+func (r *Redirector) viewerAddr(req *http.Request) (netip.Addr, bool) {
+	if r.cfg.DevIP {
+		if s := req.URL.Query().Get("ip"); s != "" {
+			a, err := netip.ParseAddr(s)
+			return a.Unmap(), err == nil
+		}
+	}
+	ap, err := netip.ParseAddrPort(req.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	addr := ap.Addr().Unmap()
+	if !r.trusted(addr) {
+		return addr, true
+	}
+	hops := req.Header.Values("X-Forwarded-For")
+	var all []string
+	for _, h := range hops {
+		all = append(all, strings.Split(h, ",")...)
+	}
+	if len(all) > 64 {
+		all = all[len(all)-64:]
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(all[i]))
+		if err != nil {
+			return addr, true
+		}
+		a = a.Unmap()
+		if !r.trusted(a) {
+			return a, true
+		}
+	}
+	return addr, true
+}
+
+func (r *Redirector) trusted(a netip.Addr) bool {
+	for _, p := range r.cfg.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
+	app, name := req.PathValue("app"), req.PathValue("name")
+	if !validName(app) || !validName(name) {
+		http.Error(w, "bad stream name", http.StatusBadRequest)
+		return
+	}
+	proto := req.URL.Query().Get("proto")
+	switch proto {
+	case "":
+		proto = "rtmp"
+	case "rtmp", "hls", "dash":
+	default:
+		http.Error(w, "proto must be rtmp, hls or dash", http.StatusBadRequest)
+		return
+	}
+	stream := app + "/" + name
+	g := r.mesh.Graph()
+	v, viewerLoc := graph.NoVertex, ""
+	if addr, ok := r.viewerAddr(req); ok {
+		if loc, err := r.cfg.Geo.Lookup(addr); err == nil {
+			if id, _ := r.matcher.Match(loc); id != "" {
+				if vv, ok := g.Vertex(id); ok {
+					v, viewerLoc = vv, id
+				}
+			}
+		}
+	}
+	now := time.Now()
+	var claims placement.Claims
+	tok := req.URL.Query().Get(TokenParam)
+	if tok == "" {
+		if c, err := req.Cookie(TokenCookie); err == nil {
+			tok = c.Value
+		}
+	}
+	if tok != "" && len(tok) <= placement.MaxTokenLen {
+		if c, err := placement.Verify(r.cfg.TokenKey, tok, now); err == nil && c.Stream == stream {
+			claims = c
+		}
+	}
+
+	var res placement.Result
+	sid, known := r.mesh.Stream(stream)
+	if known && v != graph.NoVertex {
+		rnd := r.rnd.Get().(*mrand.Rand)
+		res = r.mesh.ChooseSticky(v, sid, claims, rnd)
+		r.rnd.Put(rnd)
+	} else {
+		res = placement.Result{Server: r.mesh.Primary(), Reason: placement.ReasonUnknown}
+		if v != graph.NoVertex {
+			res.Dist = r.distTo(v, res.Server)
+			res.Nearest = res.Dist
+		}
+	}
+	if v != graph.NoVertex {
+		r.noteDemand(stream, v, res.Nearest)
+	}
+	if res.Server == placement.NoServer {
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "all servers are full, retry later", http.StatusServiceUnavailable)
+		return
+	}
+	if known {
+		r.mesh.AddViewers(res.Server, sid, 1)
+	}
+	srv := r.mesh.Server(res.Server)
+	rtmpAddr, httpAddr := r.addrs(res.Server)
+	var target string
+	switch proto {
+	case "rtmp":
+		target = "rtmp://" + rtmpAddr + "/" + app + "/" + name
+	case "hls":
+		target = "http://" + httpAddr + "/hls/" + app + "/" + name + "/index.m3u8"
+	case "dash":
+		target = "http://" + httpAddr + "/dash/" + app + "/" + name + "/manifest.mpd"
+	}
+	token, err := placement.Sign(r.cfg.TokenKey, placement.Claims{Server: srv.ID, Stream: stream, Expires: now.Add(r.cfg.TokenTTL)})
+	if err == nil {
+		http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: token, Path: "/play/" + app + "/" + name,
+			MaxAge: int(r.cfg.TokenTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	if strings.Contains(req.Header.Get("Accept"), "application/json") {
+		dist := float64(res.Dist)
+		if dist > 1e30 {
+			dist = -1
+		}
+		writeJSON(w, http.StatusOK, Choice{Relay: srv.ID, Location: srv.Location, Distance: dist, Reason: res.Reason.String(),
+			URL: target, Token: token, Viewer: viewerLoc})
+		return
+	}
+	http.Redirect(w, req, target, http.StatusFound)
+}
+
+// distTo is the graph distance from v to server id's location.
+func (r *Redirector) distTo(v graph.VertexID, id placement.ServerID) float32 {
+	t := r.mesh.Table()
+	if t == nil || id == placement.NoServer {
+		return float32(1e38)
+	}
+	j := t.DestIndex(r.mesh.Server(id).Vertex)
+	if j < 0 {
+		return float32(1e38)
+	}
+	return t.Dist(v, j)
+}
+
+// addrs returns where a server serves: its reported addresses, else the graph's.
+func (r *Redirector) addrs(id placement.ServerID) (rtmpAddr, httpAddr string) {
+	srv := r.mesh.Server(id)
+	rtmpAddr, httpAddr = srv.RTMP, srv.HTTP
+	r.mu.RLock()
+	if rs := r.relays[id]; rs != nil {
+		if rs.status.RTMP != "" {
+			rtmpAddr = rs.status.RTMP
+		}
+		if rs.status.HTTP != "" {
+			httpAddr = rs.status.HTTP
+		}
+	}
+	r.mu.RUnlock()
+	return rtmpAddr, httpAddr
+}
+
+// MeshRelay is one server in the mesh API.
+type MeshRelay struct {
+	ID       string `json:"id"`
+	Location string `json:"location"`
+	Role     string `json:"role"`
+	RTMPURL  string `json:"rtmp_url"`
+	HTTPURL  string `json:"http_url"`
+	Status   string `json:"status"` // up, down, draining
+	Viewers  int64  `json:"viewers"`
+	Capacity int    `json:"capacity"`
+}
+
+// MeshStream is one stream in the mesh API.
+type MeshStream struct {
+	App    string   `json:"app"`
+	Name   string   `json:"name"`
+	Relays []string `json:"relays"`
+}
+
+// MeshPrimary is the primary in the mesh API.
+type MeshPrimary struct {
+	ID      string `json:"id"`
+	RTMPURL string `json:"rtmp_url"`
+	HTTPURL string `json:"http_url"`
+}
+
+// MeshView is the answer of /api/v1/mesh.
+type MeshView struct {
+	Relays  []MeshRelay  `json:"relays"`
+	Streams []MeshStream `json:"streams"`
+	Bonus   []BonusInfo  `json:"bonus"`
+	Primary MeshPrimary  `json:"primary"`
+}
+
+// View describes the mesh as this redirector sees it.
+func (r *Redirector) View() MeshView {
+	mv := MeshView{Relays: []MeshRelay{}, Streams: []MeshStream{}, Bonus: []BonusInfo{}}
+	for i, s := range r.mesh.Graph().Servers() {
+		id := placement.ServerID(i)
+		ra, ha := r.addrs(id)
+		if id == r.mesh.Primary() {
+			mv.Primary = MeshPrimary{ID: s.ID, RTMPURL: "rtmp://" + ra, HTTPURL: "http://" + ha}
+			continue
+		}
+		status := "down"
+		r.mu.RLock()
+		if rs := r.relays[id]; rs != nil && rs.up {
+			status = "up"
+			if rs.status.Draining {
+				status = "draining"
+			}
+		}
+		r.mu.RUnlock()
+		viewers, _ := r.mesh.Load(id)
+		mv.Relays = append(mv.Relays, MeshRelay{ID: s.ID, Location: s.Location, Role: string(s.Role),
+			RTMPURL: "rtmp://" + ra, HTTPURL: "http://" + ha, Status: status, Viewers: viewers, Capacity: s.CapacityViewers})
+	}
+	r.mu.RLock()
+	for _, p := range r.placements {
+		ms := MeshStream{App: p.App, Name: p.Name, Relays: []string{}}
+		for _, rel := range p.Relays {
+			if rel.State == bus.StateReady {
+				ms.Relays = append(ms.Relays, rel.Server)
+			}
+		}
+		mv.Streams = append(mv.Streams, ms)
+	}
+	r.mu.RUnlock()
+	sort.Slice(mv.Streams, func(i, j int) bool {
+		return mv.Streams[i].App+"/"+mv.Streams[i].Name < mv.Streams[j].App+"/"+mv.Streams[j].Name
+	})
+	if r.cfg.Bonus != nil {
+		mv.Bonus = append(mv.Bonus, r.cfg.Bonus()...)
+	}
+	return mv
+}
+
+func (r *Redirector) meshAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, r.View())
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// ParseTrusted parses a comma-separated list of addresses and prefixes.
+func ParseTrusted(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if strings.Contains(f, "/") {
+			p, err := netip.ParsePrefix(f)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}

@@ -1,0 +1,353 @@
+// Package redirector sends each viewer to the nearest relay that carries the
+// stream: GET /play/{app}/{name}?proto=rtmp|hls|dash answers 302 to the
+// chosen server's URL (or JSON with Accept: application/json). It follows
+// the placements and relay statuses in the bus buckets into its own
+// placement mesh, so it keeps answering from its last copy when the
+// orchestrator (or the bus) is away, and it publishes the requests it sees
+// as demand, in batches. GET /api/v1/mesh describes the mesh.
+package redirector
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/relaymesh/relaymesh/geo"
+	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/topology/graph"
+	"github.com/relaymesh/relaymesh/topology/placement"
+)
+
+// BonusInfo is one demand bonus for the mesh API (from the orchestrator).
+type BonusInfo struct {
+	App       string  `json:"app"`
+	Name      string  `json:"name"`
+	Location  string  `json:"location"`
+	Value     float64 `json:"value"`
+	Threshold float64 `json:"threshold"`
+}
+
+// Config tunes a redirector. Zero fields take the documented defaults.
+type Config struct {
+	// ID names this redirector in demand messages.
+	ID string
+	// Graph is the location graph with its servers (required).
+	Graph *graph.Graph
+	// Geo locates viewer addresses (required); Default is the vertex of
+	// viewers no rule matches (default: none, which sends them to the primary).
+	Geo     geo.Locator
+	Default string
+	// TokenKey signs sticky tokens. Default: 32 random bytes (tokens then
+	// do not survive a restart or work across redirectors).
+	TokenKey []byte
+	// TokenTTL is how long a sticky token holds. Default 10 min.
+	TokenTTL time.Duration
+	// TrustedProxies: X-Forwarded-For is believed only from these peers.
+	TrustedProxies []netip.Prefix
+	// DevIP lets ?ip=ADDR pretend the viewer is at ADDR (development only).
+	DevIP bool
+	// DemandInterval between demand batches. Default 1 s.
+	DemandInterval time.Duration
+	// StatusTTL: a relay silent this long (while the bus is up) is down.
+	// Default bus.DefaultStatusTTL.
+	StatusTTL time.Duration
+	// Placement tunes the mesh.
+	Placement placement.Config
+	// Bonus optionally reports the orchestrator's demand bonuses.
+	Bonus func() []BonusInfo
+}
+
+type relayState struct {
+	status bus.Status
+	at     time.Time
+	up     bool
+}
+
+type demandKey struct {
+	stream string
+	vertex graph.VertexID
+}
+
+type demandVal struct {
+	n       int
+	nearest float32
+}
+
+// Redirector answers viewers; it is safe for concurrent requests.
+type Redirector struct {
+	cfg     Config
+	conn    *bus.Conn
+	log     *slog.Logger
+	mesh    *placement.Mesh
+	matcher *geo.Matcher
+	rnd     sync.Pool
+
+	mu         sync.RWMutex
+	relays     map[placement.ServerID]*relayState
+	placements map[string]bus.Placement // by app/name
+
+	dmu     sync.Mutex
+	demand  map[demandKey]demandVal
+	dropped atomic.Uint64
+}
+
+// New returns a redirector. conn may be nil: it then answers from the graph
+// alone (only the primary carries streams) and publishes no demand.
+func New(cfg Config, conn *bus.Conn, log *slog.Logger) (*Redirector, error) {
+	if cfg.Graph == nil || cfg.Geo == nil {
+		return nil, errors.New("redirector: graph and geo locator are required")
+	}
+	if len(cfg.TokenKey) == 0 {
+		cfg.TokenKey = make([]byte, 32)
+		if _, err := rand.Read(cfg.TokenKey); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.TokenTTL <= 0 {
+		cfg.TokenTTL = 10 * time.Minute
+	}
+	if cfg.DemandInterval <= 0 {
+		cfg.DemandInterval = time.Second
+	}
+	if cfg.StatusTTL <= 0 {
+		cfg.StatusTTL = bus.DefaultStatusTTL
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var rules []geo.Rule
+	for _, r := range cfg.Graph.MatchRules() {
+		rules = append(rules, geo.Rule{Vertex: r.Vertex, Country: r.Country, Subdivision: r.Subdivision, GeonameID: r.GeonameID, Continent: r.Continent})
+	}
+	m, err := geo.NewMatcher(rules, cfg.Default)
+	if err != nil {
+		return nil, err
+	}
+	r := &Redirector{cfg: cfg, conn: conn, log: log.With("component", "redirector"), matcher: m,
+		mesh:   placement.New(cfg.Graph, cfg.Placement),
+		relays: map[placement.ServerID]*relayState{}, placements: map[string]bus.Placement{},
+		demand: map[demandKey]demandVal{}}
+	r.rnd.New = func() any { return mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64())) }
+	// Relays count as down until they report; the primary is always up.
+	for i := range cfg.Graph.Servers() {
+		if placement.ServerID(i) != r.mesh.Primary() {
+			r.mesh.SetUp(placement.ServerID(i), false)
+		}
+	}
+	return r, nil
+}
+
+// Mesh is the redirector's placement mesh.
+func (r *Redirector) Mesh() *placement.Mesh { return r.mesh }
+
+// Run follows the buckets and publishes demand until ctx ends.
+func (r *Redirector) Run(ctx context.Context) error {
+	if r.conn == nil {
+		<-ctx.Done()
+		return nil
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	pub := bus.NewPublisher(r.conn.NC, 64)
+	wg.Add(1)
+	go func() { defer wg.Done(); pub.Run(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); r.follow(ctx) }()
+	t := time.NewTicker(r.cfg.DemandInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			r.flushDemand(pub)
+			r.expire(now)
+		}
+	}
+}
+
+// follow watches the status and placement buckets, reopening the watches
+// whenever they end (bus away), until ctx ends.
+func (r *Redirector) follow(ctx context.Context) {
+	for ctx.Err() == nil {
+		bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		b, err := r.conn.OpenBuckets(bctx, bus.BucketConfig{StatusTTL: r.cfg.StatusTTL})
+		cancel()
+		if err == nil {
+			err = r.watch(ctx, b)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.log.Debug("bucket watch ended, will retry", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (r *Redirector) watch(ctx context.Context, b *bus.Buckets) error {
+	ws, err := b.Relays.WatchAll(ctx)
+	if err != nil {
+		return err
+	}
+	defer ws.Stop()
+	wp, err := b.Placements.WatchAll(ctx)
+	if err != nil {
+		return err
+	}
+	defer wp.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-ws.Updates():
+			if !ok {
+				return errors.New("status watch closed")
+			}
+			if e != nil && e.Value() != nil {
+				if s, err := bus.DecodeStatus(e.Value()); err == nil && s.ID == e.Key() {
+					r.onStatus(s)
+				}
+			}
+		case e, ok := <-wp.Updates():
+			if !ok {
+				return errors.New("placement watch closed")
+			}
+			if e == nil {
+				continue
+			}
+			app, name, err := bus.ParseStreamKey(e.Key())
+			if err != nil {
+				continue
+			}
+			p := bus.Placement{App: app, Name: name}
+			if len(e.Value()) > 0 {
+				if p, err = bus.DecodePlacement(e.Value()); err != nil {
+					continue
+				}
+			}
+			r.onPlacement(p)
+		}
+	}
+}
+
+func (r *Redirector) onStatus(s bus.Status) {
+	id, ok := r.mesh.ServerByID(s.ID)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	rs := r.relays[id]
+	if rs == nil {
+		rs = &relayState{}
+		r.relays[id] = rs
+	}
+	rs.status, rs.at, rs.up = s, time.Now(), true
+	r.mu.Unlock()
+	r.mesh.SetUp(id, true)
+	r.mesh.SetDraining(id, s.Draining)
+	r.mesh.SetLoad(id, int64(s.Viewers), s.Mbps)
+}
+
+// expire marks relays down that went silent while the bus is connected
+// (with the bus away, the last known state stands).
+func (r *Redirector) expire(now time.Time) {
+	if r.conn == nil || !r.conn.NC.IsConnected() {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, rs := range r.relays {
+		if rs.up && now.Sub(rs.at) > r.cfg.StatusTTL && id != r.mesh.Primary() {
+			rs.up = false
+			r.mesh.SetUp(id, false)
+			r.log.Info("relay silent, not sending viewers there", "server", rs.status.ID)
+		}
+	}
+}
+
+func (r *Redirector) onPlacement(p bus.Placement) {
+	key := p.App + "/" + p.Name
+	sid, err := r.mesh.AddStream(key, 0)
+	if err != nil {
+		return
+	}
+	want := map[placement.ServerID]bool{}
+	for _, rel := range p.Relays {
+		if id, ok := r.mesh.ServerByID(rel.Server); ok && rel.State == bus.StateReady {
+			want[id] = true
+		}
+	}
+	for _, id := range r.mesh.Carriers(sid) {
+		if !want[id] {
+			r.mesh.Close(id, sid)
+		}
+	}
+	for id := range want {
+		if !r.mesh.Carries(id, sid) {
+			r.mesh.Open(id, sid)
+		}
+	}
+	r.mu.Lock()
+	if len(p.Relays) == 0 {
+		delete(r.placements, key)
+	} else {
+		r.placements[key] = p
+	}
+	r.mu.Unlock()
+}
+
+// noteDemand accounts one request for the next batch.
+func (r *Redirector) noteDemand(stream string, v graph.VertexID, nearest float32) {
+	k := demandKey{stream, v}
+	r.dmu.Lock()
+	defer r.dmu.Unlock()
+	d, ok := r.demand[k]
+	if !ok && len(r.demand) >= bus.MaxDemandEvents {
+		r.dropped.Add(1)
+		return
+	}
+	d.n++
+	d.nearest = nearest
+	r.demand[k] = d
+}
+
+func (r *Redirector) flushDemand(pub *bus.Publisher) {
+	r.dmu.Lock()
+	if len(r.demand) == 0 {
+		r.dmu.Unlock()
+		return
+	}
+	msg := bus.Demand{From: r.cfg.ID, Events: make([]bus.DemandEvent, 0, len(r.demand))}
+	g := r.mesh.Graph()
+	for k, d := range r.demand {
+		app, name := splitStream(k.stream)
+		near := float64(d.nearest)
+		if d.nearest > 1e30 {
+			near = -1
+		}
+		msg.Events = append(msg.Events, bus.DemandEvent{App: app, Name: name, Vertex: g.Location(k.vertex).ID, Nearest: near, N: d.n})
+	}
+	clear(r.demand)
+	r.dmu.Unlock()
+	if data, err := bus.Encode(msg); err == nil {
+		pub.Publish(bus.DemandSubject, data)
+	}
+}
+
+func splitStream(s string) (app, name string) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return s[:i], s[i+1:]
+		}
+	}
+	return s, ""
+}
