@@ -85,7 +85,8 @@ type Agent struct {
 	reports  atomic.Uint64
 }
 
-// New returns an agent; Run starts it.
+// New returns an agent; Run starts it. puller may be nil (the primary,
+// which pulls from nobody): open and close are then refused.
 func New(cfg Config, conn *bus.Conn, stats StatsFunc, puller Puller, log *slog.Logger) (*Agent, error) {
 	cfg.defaults()
 	st, err := bus.StatusSubject(cfg.ID)
@@ -93,8 +94,8 @@ func New(cfg Config, conn *bus.Conn, stats StatsFunc, puller Puller, log *slog.L
 		return nil, fmt.Errorf("agent: relay id: %w", err)
 	}
 	cs, _ := bus.CommandSubject(cfg.ID)
-	if conn == nil || stats == nil || puller == nil {
-		return nil, errors.New("agent: conn, stats and puller are required")
+	if conn == nil || stats == nil {
+		return nil, errors.New("agent: conn and stats are required")
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -222,6 +223,9 @@ func (a *Agent) handle(ctx context.Context, data []byte) error {
 		return err
 	}
 	key := cmd.App + "/" + cmd.Name
+	if a.puller == nil && (cmd.Op == bus.OpOpen || cmd.Op == bus.OpClose) {
+		return fmt.Errorf("%s: this server pulls from no upstream", cmd.Op)
+	}
 	log := a.log.With("op", cmd.Op, "stream", key, "reason", cmd.Reason)
 	switch cmd.Op {
 	case bus.OpOpen:

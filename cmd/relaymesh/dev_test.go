@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/relaymesh/relaymesh/topology/redirector"
+)
+
+// TestDevMeshAnswers starts the whole development mesh in-process and
+// checks that the mesh API sees every relay and that /play places a viewer.
+func TestDevMeshAnswers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	addrCh := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- devMain(ctx, []string{"--http", "127.0.0.1:0", "--log-level", "warn"}, func(a string) { addrCh <- a })
+	}()
+	var addr string
+	select {
+	case addr = <-addrCh:
+	case err := <-done:
+		t.Fatalf("dev stopped early: %v", err)
+	}
+	getJSON := func(path string, v any) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+path, nil)
+		req.Header.Set("Accept", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %s", path, resp.Status)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mv redirector.MeshView
+	for i := 0; ; i++ {
+		getJSON("/api/v1/mesh", &mv)
+		up := 0
+		for _, r := range mv.Relays {
+			if r.Status == "up" {
+				up++
+			}
+		}
+		if up == 4 {
+			break
+		}
+		if i > 200 {
+			t.Fatalf("relays not all up: %+v", mv.Relays)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if mv.Primary.RTMPURL == "rtmp://127.0.0.1:1935" {
+		t.Fatal("the primary's address is the graph's, not the one it listens on")
+	}
+	var ch redirector.Choice
+	getJSON("/play/live/test?ip=198.51.100.7&proto=hls", &ch)
+	if ch.Relay != "primary" || ch.Viewer != "US" {
+		t.Fatalf("choice %+v", ch)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("dev returned %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("dev did not stop")
+	}
+}
