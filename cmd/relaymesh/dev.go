@@ -33,7 +33,7 @@ func devMain(ctx context.Context, args []string, ready func(httpAddr string)) er
 	httpAddr := fs.String("http", "127.0.0.1:8080", "HTTP address of the redirector and mesh API")
 	graphPath := fs.String("graph", "", "location graph file with servers (default: the built-in world with a primary and relays at eu, na, as, sa)")
 	geoPath := fs.String("geoip", "", "MaxMind City database (default: the built-in demo database)")
-	threshold := fs.Float64("threshold", 3, "demand bonus that opens a relay (low, so a few viewers open one)")
+	threshold := fs.Float64("threshold", 1, "demand bonus that opens a relay (low, so a few viewers open one)")
 	demo := fs.Bool("demo-source", false, "publish a test pattern to live/demo with ffmpeg (when installed)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
