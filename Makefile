@@ -5,6 +5,8 @@ PKGS      ?= ./...
 FUZZTIME  ?= 30s
 # Brief fuzzing inside `make test`; `make fuzz` runs each target for FUZZTIME.
 TESTFUZZTIME ?= 3s
+PEER_VIEWERS  ?= 500,1000
+PEER_DURATION ?= 20s
 
 .PHONY: build run test test-unit fuzz-brief fuzz bench bench-peer vet clean
 
@@ -34,6 +36,13 @@ fuzz-brief fuzz:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# relaymesh relay vs an nginx-rtmp pull edge of the same primary, side by side.
+bench-peer: build
+	@command -v nginx >/dev/null 2>&1 && [ -e /usr/lib/nginx/modules/ngx_rtmp_module.so ] || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx libnginx-mod-rtmp; }
+	@command -v ffmpeg >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg; }
+	./$(BIN) loadtest peer --viewers $(PEER_VIEWERS) --duration $(PEER_DURATION)
 
 clean:
 	rm -rf bin

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relaymesh/relaymesh/loadtest/peer"
 	"github.com/relaymesh/relaymesh/loadtest/swarm"
 )
 
@@ -19,8 +20,12 @@ func init() {
 }
 
 func runLoadtest(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "peer" {
+		return runLoadtestPeer(ctx, args[1:])
+	}
 	if len(args) == 0 || args[0] != "rtmp" {
 		fmt.Fprintln(os.Stderr, "usage: relaymesh loadtest rtmp --url rtmp://HOST:PORT/APP/NAME --viewers N [--ramp 5s] [--duration 30s] [--slow K --slow-rate 300kbit] [--json]")
+		fmt.Fprintln(os.Stderr, "       relaymesh loadtest peer [--viewers 500,1000] [--duration 20s] [--json]   (relaymesh relay vs nginx-rtmp edge)")
 		return flag.ErrHelp
 	}
 	fs := flag.NewFlagSet("loadtest rtmp", flag.ContinueOnError)
@@ -91,4 +96,38 @@ func parseRate(s string) (int64, error) {
 		return 0, fmt.Errorf("rate %q: want e.g. 300kbit", s)
 	}
 	return int64(v * mult), nil
+}
+
+func runLoadtestPeer(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("loadtest peer", flag.ContinueOnError)
+	viewers := fs.String("viewers", "500,1000", "comma-separated swarm sizes")
+	duration := fs.Duration("duration", 20*time.Second, "how long each swarm plays from each server")
+	kbps := fs.Int("kbps", 2500, "video bitrate of the test stream")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var sizes []int
+	for _, s := range strings.Split(*viewers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("--viewers %q: want numbers like 500,1000", *viewers)
+		}
+		sizes = append(sizes, n)
+	}
+	r, err := peer.Run(ctx, peer.Config{Viewers: sizes, Duration: *duration, BitrateKbps: *kbps, Progress: os.Stderr})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(os.Stdout).Encode(r)
+	}
+	fmt.Printf("%-11s %7s %9s %12s %8s %10s %10s %9s %9s %5s\n", "server", "viewers", "connected", "cpu-s/v-min", "RSS MiB", "Mbit/s", "Mbit/s/core", "ff p50 ms", "ff p99 ms", "gaps")
+	for _, x := range r.Results {
+		fmt.Printf("%-11s %7d %9d %12.4f %8.1f %10.0f %10.0f %9.0f %9.0f %5d\n", x.Server, x.Viewers, x.Connected, x.CPUPerViewerMin, x.RSSMiB, x.DeliveredMbps, x.MbpsPerCore, x.FirstFrameP50, x.FirstFrameP99, x.ViewersWithGaps)
+	}
+	for _, x := range r.Ratios {
+		fmt.Printf("ratio relaymesh/nginx at %d viewers: CPU per viewer-minute %.2f, RSS %.2f\n", x.Viewers, x.CPUPerViewerMin, x.RSS)
+	}
+	return nil
 }

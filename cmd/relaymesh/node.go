@@ -9,9 +9,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/relaymesh/relaymesh/internal/config"
 	"github.com/relaymesh/relaymesh/internal/httpserver"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
+	"github.com/relaymesh/relaymesh/packager"
 	"github.com/relaymesh/relaymesh/relay"
 	"github.com/relaymesh/relaymesh/relay/hub"
 )
@@ -26,6 +28,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 // config file when given.
 type nodeFlags struct {
 	config, rtmpAddr, httpAddr, logLevel, logFormat string
+	pprof                                           bool
 }
 
 func (n *nodeFlags) register(fs *flag.FlagSet, defRTMP, defHTTP string) {
@@ -34,6 +37,7 @@ func (n *nodeFlags) register(fs *flag.FlagSet, defRTMP, defHTTP string) {
 	fs.StringVar(&n.httpAddr, "http", "", "HTTP listen address for /healthz, /metrics, /api/v1/streams (default "+defHTTP+")")
 	fs.StringVar(&n.logLevel, "log-level", "", "debug, info, warn or error (default info)")
 	fs.StringVar(&n.logFormat, "log-format", "", "text or json (default text)")
+	fs.BoolVar(&n.pprof, "pprof", false, "serve /debug/pprof/ on the HTTP listener")
 }
 
 // load reads the config file and applies the flags that were set.
@@ -55,6 +59,9 @@ func (n *nodeFlags) load(fs *flag.FlagSet, defRTMP, defHTTP string) (config.Conf
 	}
 	if set["log-level"] {
 		cfg.Log.Level = n.logLevel
+	}
+	if set["pprof"] {
+		cfg.HTTP.Pprof = n.pprof
 	}
 	if set["log-format"] {
 		cfg.Log.Format = n.logFormat
@@ -92,6 +99,47 @@ type node struct {
 	rtmpLn net.Listener
 	httpLn net.Listener
 	server *relay.Server
+	src    packager.Source
+	pkg    *packager.Packager
+}
+
+// packagerConfig maps the config file's hls section.
+func packagerConfig(c config.HLS, log *slog.Logger, reg prometheus.Registerer) (packager.Config, error) {
+	format := func(f string) (packager.HLSFormat, error) {
+		switch f {
+		case "", "llhls":
+			return packager.HLSLowLatency, nil
+		case "fmp4":
+			return packager.HLSFMP4, nil
+		case "mpegts":
+			return packager.HLSMPEGTS, nil
+		}
+		return "", fmt.Errorf("hls format %q: want llhls, fmp4 or mpegts", f)
+	}
+	def, err := format(c.Format)
+	if err != nil {
+		return packager.Config{}, err
+	}
+	pc := packager.Config{
+		Logger: log, Registerer: reg, Default: packager.AppConfig{HLS: def}, Apps: map[string]packager.AppConfig{},
+		Linger: c.Linger, SegmentMinDuration: c.SegmentMinDuration, PartTarget: c.PartTarget, SegmentCount: c.SegmentCount,
+	}
+	for app, f := range c.Apps {
+		hf, err := format(f)
+		if err != nil {
+			return pc, fmt.Errorf("hls.apps.%s: %w", app, err)
+		}
+		pc.Apps[app] = packager.AppConfig{HLS: hf}
+	}
+	for _, app := range c.AlwaysOn {
+		ac, ok := pc.Apps[app]
+		if !ok {
+			ac = pc.Default
+		}
+		ac.AlwaysOn = true
+		pc.Apps[app] = ac
+	}
+	return pc, nil
 }
 
 func newNode(cfg config.Config, log *slog.Logger) (*node, error) {
@@ -101,6 +149,12 @@ func newNode(cfg config.Config, log *slog.Logger) (*node, error) {
 		return nil, err
 	}
 	n.http.Mux.Handle("GET /api/v1/streams", relay.StreamsHandler(n.hubs))
+	// Primaries serve HLS/DASH of what is published here; a relay replaces
+	// the source with one that pulls from upstream first (setPackagerSource).
+	n.src = packager.HubSource{Registry: n.hubs}
+	if cfg.HTTP.Pprof {
+		n.http.EnablePprof()
+	}
 	var err error
 	if n.rtmpLn, err = net.Listen("tcp", cfg.RTMP.Listen); err != nil {
 		return nil, fmt.Errorf("rtmp listen: %w", err)
@@ -115,6 +169,16 @@ func newNode(cfg config.Config, log *slog.Logger) (*node, error) {
 // run serves until ctx ends, then drains and stops.
 func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 	n.server = &relay.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections}
+	pc, err := packagerConfig(n.cfg.HLS, n.log.With("component", "packager"), n.http.Registry)
+	if err != nil {
+		return err
+	}
+	if n.pkg, err = packager.New(n.src, pc); err != nil {
+		return err
+	}
+	defer n.pkg.Close()
+	n.http.Mux.Handle("/hls/", n.pkg.Handler())
+	n.http.Mux.Handle("/dash/", n.pkg.Handler())
 	httpCtx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	var httpErr error
@@ -127,7 +191,7 @@ func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 		<-ctx.Done()
 		n.http.SetDraining(true)
 	}()
-	err := n.server.Serve(ctx, n.rtmpLn, n.cfg.RTMP.Drain)
+	err = n.server.Serve(ctx, n.rtmpLn, n.cfg.RTMP.Drain)
 	stopHTTP()
 	wg.Wait()
 	if err == nil && httpErr != nil && httpErr.Error() != "http: Server closed" {

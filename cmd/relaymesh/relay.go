@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"net/http"
 
 	"github.com/relaymesh/relaymesh/internal/httpserver"
+	"github.com/relaymesh/relaymesh/packager"
 	"github.com/relaymesh/relaymesh/relay"
 )
 
@@ -57,6 +59,14 @@ func runRelay(ctx context.Context, args []string) error {
 	}
 	n.http.Mux.HandleFunc("GET /api/v1/pulls", func(w http.ResponseWriter, r *http.Request) {
 		httpserver.WriteJSON(w, http.StatusOK, map[string]any{"id": cfg.Relay.ID, "location": cfg.Relay.Location, "pulls": up.Pulls()})
+	})
+	// HTTP viewers make the relay pull the stream just like RTMP viewers do.
+	hubSrc := packager.HubSource{Registry: n.hubs}
+	n.src = packager.SourceFunc(func(ctx context.Context, app, name string) (packager.Subscription, error) {
+		if err := up.Ensure(ctx, app, name, ""); err != nil {
+			return nil, fmt.Errorf("%s/%s: %w (%v)", app, name, packager.ErrNotFound, err)
+		}
+		return hubSrc.Subscribe(ctx, app, name)
 	})
 	sor, err := soRelay(ctx, cfg, connConfig(cfg.RTMP), log) // shared objects and RPC (so.go)
 	if err != nil {

@@ -21,6 +21,27 @@ type Config struct {
 	Hub     Hub     `yaml:"hub"`
 	Publish Publish `yaml:"publish"`
 	Relay   Relay   `yaml:"relay"`
+	HLS     HLS     `yaml:"hls"`
+}
+
+// HLS configures the HLS/DASH packager served on the HTTP listener under
+// /hls/{app}/{name}/index.m3u8 and /dash/{app}/{name}/manifest.mpd.
+type HLS struct {
+	// Format is the HLS variant: llhls (low-latency, fMP4, default), fmp4 or mpegts.
+	Format string `yaml:"format"`
+	// Apps overrides the format per application, e.g. {stb: mpegts}.
+	Apps map[string]string `yaml:"apps"`
+	// AlwaysOn lists applications packaged from the first request on, even
+	// without viewers.
+	AlwaysOn []string `yaml:"always_on"`
+	// Linger keeps a stream packaged this long after its last request (default 30s).
+	Linger time.Duration `yaml:"linger"`
+	// SegmentMinDuration is the shortest segment (default 1s).
+	SegmentMinDuration time.Duration `yaml:"segment_min_duration"`
+	// PartTarget is the low-latency part duration (default 200ms).
+	PartTarget time.Duration `yaml:"part_target"`
+	// SegmentCount is the number of segments in playlists (default 7).
+	SegmentCount int `yaml:"segment_count"`
 }
 
 // Log configures structured logging.
@@ -45,6 +66,7 @@ type RTMP struct {
 // HTTP configures the HTTP listener (/healthz, /metrics, /api/v1/streams).
 type HTTP struct {
 	Listen string `yaml:"listen"` // default 127.0.0.1:8080
+	Pprof  bool   `yaml:"pprof"`  // serve /debug/pprof/ (default false)
 }
 
 // Hub configures every stream hub (fan-out, GOP cache, frame dropping).
@@ -100,6 +122,7 @@ func Default() Config {
 			GOPCacheMaxBytes:  32 << 20,
 		},
 		Relay: Relay{Linger: 30 * time.Second},
+		HLS:   HLS{Format: "llhls", Linger: 30 * time.Second, SegmentMinDuration: time.Second, PartTarget: 200 * time.Millisecond, SegmentCount: 7},
 	}
 }
 

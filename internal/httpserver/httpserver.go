@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +43,16 @@ func New(log *slog.Logger) *Server {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return s
+}
+
+// EnablePprof mounts net/http/pprof under /debug/pprof/ (for operators
+// profiling a live server; off by default).
+func (s *Server) EnablePprof() {
+	s.Mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	s.Mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	s.Mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	s.Mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	s.Mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 }
 
 // SetDraining makes /healthz answer 503 so load balancers stop sending viewers.

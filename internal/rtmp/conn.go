@@ -409,10 +409,11 @@ func (c *Conn) control(m Message) (bool, error) {
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
 	var (
-		ctrl    []Message
-		frames  []*av.Frame
-		binds   []*binding
-		holdOff *time.Timer // wakes a writer that held media back
+		ctrl        []Message
+		frames      []*av.Frame
+		binds       []*binding
+		holdOff     *time.Timer // wakes a writer that held media back
+		deadlineSet time.Time
 	)
 	holdC := func() <-chan time.Time {
 		if holdOff == nil {
@@ -444,7 +445,8 @@ func (c *Conn) writeLoop() {
 			}
 			clear(ctrl)
 			// Hold media back while the kernel already holds enough of it.
-			held := len(binds) > 0 && c.inflight != nil && c.inflight.backlogged(c.cfg.MaxNotSent, maxInflight)
+			now := time.Now()
+			held := len(binds) > 0 && c.inflight != nil && c.inflight.backlogged(now, c.cfg.MaxNotSent, maxInflight)
 			if held {
 				if holdOff == nil {
 					holdOff = time.NewTimer(20 * time.Millisecond)
@@ -494,7 +496,11 @@ func (c *Conn) writeLoop() {
 				}
 				break
 			}
-			_ = c.nc.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+			// Refresh the write deadline about once a second, not per write.
+			if now.Sub(deadlineSet) > time.Second {
+				_ = c.nc.SetWriteDeadline(now.Add(c.cfg.WriteTimeout))
+				deadlineSet = now
+			}
 			pending := c.writer.Pending()
 			if err := c.writer.Flush(c.nc); err != nil {
 				c.Close(fmt.Errorf("rtmp write: %w", err))

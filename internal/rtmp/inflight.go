@@ -3,6 +3,7 @@ package rtmp
 import (
 	"net"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,7 +25,14 @@ type inflight struct {
 	head, n int
 	newest  uint32 // timestamp of the newest media frame written
 	any     bool
+
+	// The kernel is asked (two ioctls) at most every checkEvery while the
+	// connection keeps up; every time while it is backlogged.
+	lastCheck time.Time
+	lastBusy  bool
 }
+
+const checkEvery = 100 * time.Millisecond
 
 type batchMark struct {
 	end     uint64 // written offset after the batch
@@ -76,13 +84,18 @@ func (f *inflight) wrote(n int, hasMedia bool, firstTS, lastTS uint32) {
 // backlogged reports whether the writer should hold media back: the kernel
 // has more than maxNotSent bytes it could not send yet (the peer or the path
 // is slower than the stream), or more than maxLagMS of media in flight.
-func (f *inflight) backlogged(maxNotSent int, maxLagMS int64) bool {
+func (f *inflight) backlogged(now time.Time, maxNotSent int, maxLagMS int64) bool {
 	if !f.any {
 		return false
 	}
+	if !f.lastBusy && now.Sub(f.lastCheck) < checkEvery {
+		return false
+	}
+	f.lastCheck = now
 	if err := f.raw.Control(f.control); err != nil {
 		return false
 	}
+	f.lastBusy = f.notsent > 0
 	return f.notsent > maxNotSent || f.lagMS() > maxLagMS
 }
 

@@ -1,0 +1,359 @@
+// Package peer measures a relaymesh relay against an nginx-rtmp pull edge
+// of the same primary, side by side on one machine: the same swarm of
+// viewers plays from each in turn, and the servers' own CPU time and memory
+// are read from /proc. The figures that matter are ratios between the two
+// servers measured in the same run, not absolute numbers.
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/relaymesh/relaymesh/loadtest/swarm"
+)
+
+// Config of a comparison run.
+type Config struct {
+	Bin         string        // the relaymesh binary (default: this executable)
+	Nginx       string        // the nginx binary (default "nginx")
+	Module      string        // path of ngx_rtmp_module.so (default: Debian's)
+	Viewers     []int         // swarm sizes (default 500 and 1000)
+	Duration    time.Duration // per swarm and server (default 20s)
+	BitrateKbps int           // video bitrate of the test stream (default 2500)
+	WorkDir     string        // for logs and the nginx prefix (default: a temp dir)
+	Progress    io.Writer
+}
+
+// Result is one server at one swarm size.
+type Result struct {
+	Server           string  `json:"server"`
+	Viewers          int     `json:"viewers"`
+	Connected        int     `json:"connected"`
+	CPUSeconds       float64 `json:"cpu_seconds"`
+	CPUPerViewerMin  float64 `json:"cpu_s_per_viewer_minute"`
+	RSSMiB           float64 `json:"rss_mib"`
+	DeliveredMbps    float64 `json:"delivered_mbps"`
+	MbpsPerCore      float64 `json:"delivered_mbps_per_core"`
+	FirstFrameP50    float64 `json:"first_frame_p50_ms"`
+	FirstFrameP99    float64 `json:"first_frame_p99_ms"`
+	AllFirstVideoOK  bool    `json:"all_first_video_ok"`
+	ViewersWithGaps  int     `json:"viewers_with_gaps"`
+	MeanFramesPerSec float64 `json:"mean_frames_per_viewer_per_s"`
+}
+
+// Report holds every result and the relaymesh/nginx ratios.
+type Report struct {
+	Duration    string    `json:"duration"`
+	BitrateKbps int       `json:"bitrate_kbps"`
+	Results     []Result  `json:"results"`
+	Ratios      []Ratio   `json:"ratios"`
+	Started     time.Time `json:"started"`
+}
+
+// Ratio compares relaymesh to nginx at one swarm size (below 1: relaymesh is cheaper).
+type Ratio struct {
+	Viewers         int     `json:"viewers"`
+	CPUPerViewerMin float64 `json:"cpu_per_viewer_minute"`
+	RSS             float64 `json:"rss"`
+}
+
+func (c *Config) defaults() error {
+	if c.Bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		c.Bin = exe
+	}
+	if c.Nginx == "" {
+		c.Nginx = "nginx"
+	}
+	if c.Module == "" {
+		c.Module = "/usr/lib/nginx/modules/ngx_rtmp_module.so"
+	}
+	if len(c.Viewers) == 0 {
+		c.Viewers = []int{500, 1000}
+	}
+	if c.Duration <= 0 {
+		c.Duration = 20 * time.Second
+	}
+	if c.BitrateKbps <= 0 {
+		c.BitrateKbps = 2500
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	if _, err := exec.LookPath(c.Nginx); err != nil {
+		return fmt.Errorf("nginx not found (apt-get install nginx libnginx-mod-rtmp): %w", err)
+	}
+	if _, err := os.Stat(c.Module); err != nil {
+		return fmt.Errorf("nginx rtmp module: %w (apt-get install libnginx-mod-rtmp)", err)
+	}
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		return errors.New("ffmpeg not found (apt-get install ffmpeg)")
+	}
+	return nil
+}
+
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// Run starts a primary, a relaymesh relay, an nginx-rtmp edge and an ffmpeg
+// publisher, then plays each swarm size from each edge in turn.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	if cfg.WorkDir == "" {
+		d, err := os.MkdirTemp("", "relaymesh-peer-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		cfg.WorkDir = d
+	}
+	ports := make([]string, 5)
+	for i := range ports {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = p
+	}
+	primary, relayRTMP, relayHTTP, primaryHTTP, nginxRTMP := ports[0], ports[1], ports[2], ports[3], ports[4]
+	var procs []*exec.Cmd
+	defer func() {
+		for _, p := range procs {
+			_ = p.Process.Signal(os.Interrupt)
+		}
+		for _, p := range procs {
+			done := make(chan struct{})
+			go func() { _, _ = p.Process.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(8 * time.Second):
+				_ = p.Process.Kill()
+			}
+		}
+	}()
+	start := func(name string, args ...string) (*exec.Cmd, error) {
+		logf, err := os.Create(filepath.Join(cfg.WorkDir, filepath.Base(name)+strconv.Itoa(len(procs))+".log"))
+		if err != nil {
+			return nil, err
+		}
+		cmd := exec.Command(name, args...)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		procs = append(procs, cmd)
+		return cmd, nil
+	}
+	if _, err := start(cfg.Bin, "primary", "--rtmp", primary, "--http", primaryHTTP, "--open", "--log-level", "warn"); err != nil {
+		return nil, err
+	}
+	relay, err := start(cfg.Bin, "relay", "--id", "bench", "--upstream", "rtmp://"+primary, "--rtmp", relayRTMP, "--http", relayHTTP, "--log-level", "warn", "--linger", "10m")
+	if err != nil {
+		return nil, err
+	}
+	conf := filepath.Join(cfg.WorkDir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(nginxConf(cfg.Module, cfg.WorkDir, nginxRTMP, primary)), 0o644); err != nil {
+		return nil, err
+	}
+	nginx, err := start(cfg.Nginx, "-p", cfg.WorkDir, "-c", conf)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range []string{primary, relayRTMP, nginxRTMP} {
+		if err := waitListening(ctx, a); err != nil {
+			return nil, err
+		}
+	}
+	k := strconv.Itoa(cfg.BitrateKbps) + "k"
+	if _, err := start("ffmpeg", "-hide_banner", "-loglevel", "error", "-re",
+		"-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30", "-f", "lavfi", "-i", "sine=frequency=440",
+		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-pix_fmt", "yuv420p", "-g", "60",
+		"-b:v", k, "-maxrate", k, "-bufsize", k, "-c:a", "aac", "-b:a", "96k",
+		"-f", "flv", "rtmp://"+primary+"/live/bench"); err != nil {
+		return nil, err
+	}
+	time.Sleep(3 * time.Second)
+	rep := &Report{Duration: cfg.Duration.String(), BitrateKbps: cfg.BitrateKbps, Started: time.Now()}
+	servers := []struct {
+		name string
+		addr string
+		pids func() []int
+	}{
+		{"relaymesh", relayRTMP, func() []int { return []int{relay.Process.Pid} }},
+		{"nginx-rtmp", nginxRTMP, func() []int { return append([]int{nginx.Process.Pid}, children(nginx.Process.Pid)...) }},
+	}
+	for _, n := range cfg.Viewers {
+		byServer := map[string]Result{}
+		for _, s := range servers {
+			fmt.Fprintf(cfg.Progress, "%s, %d viewers, %s\n", s.name, n, cfg.Duration)
+			r, err := measure(ctx, cfg, s.name, "rtmp://"+s.addr+"/live/bench", n, s.pids)
+			if err != nil {
+				return rep, err
+			}
+			rep.Results = append(rep.Results, r)
+			byServer[s.name] = r
+		}
+		a, b := byServer["relaymesh"], byServer["nginx-rtmp"]
+		ratio := Ratio{Viewers: n}
+		if b.CPUPerViewerMin > 0 {
+			ratio.CPUPerViewerMin = a.CPUPerViewerMin / b.CPUPerViewerMin
+		}
+		if b.RSSMiB > 0 {
+			ratio.RSS = a.RSSMiB / b.RSSMiB
+		}
+		rep.Ratios = append(rep.Ratios, ratio)
+	}
+	return rep, nil
+}
+
+func nginxConf(module, prefix, listen, primary string) string {
+	return fmt.Sprintf(`load_module %s;
+daemon off;
+master_process on;
+worker_processes 1;
+worker_rlimit_nofile 16384;
+error_log %s/nginx-error.log warn;
+pid %s/nginx.pid;
+events { worker_connections 8192; }
+rtmp {
+    server {
+        listen %s;
+        chunk_size 4096;
+        application live {
+            live on;
+            pull rtmp://%s/live;
+        }
+    }
+}
+`, module, prefix, prefix, listen, primary)
+}
+
+func waitListening(ctx context.Context, addr string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s is not listening", addr)
+}
+
+// measure runs one swarm against one server and reads the server's CPU
+// time and memory around it.
+func measure(ctx context.Context, cfg Config, name, url string, n int, pids func() []int) (Result, error) {
+	// Warm the edge up (its upstream pull) before measuring.
+	if _, err := swarm.Run(ctx, swarm.Config{URL: url, Viewers: 1, Duration: 3 * time.Second}); err != nil {
+		return Result{}, err
+	}
+	cpu0 := cpuSeconds(pids())
+	sr, err := swarm.Run(ctx, swarm.Config{URL: url, Viewers: n, Ramp: 5 * time.Second, Duration: cfg.Duration, Progress: cfg.Progress})
+	if err != nil {
+		return Result{}, err
+	}
+	rss := rssMiB(pids())
+	cpu := cpuSeconds(pids()) - cpu0
+	wall := sr.Elapsed
+	r := Result{
+		Server: name, Viewers: n, Connected: sr.Connected, CPUSeconds: cpu, RSSMiB: rss,
+		DeliveredMbps: sr.Mbps, FirstFrameP50: sr.FirstFrameP50, FirstFrameP99: sr.FirstFrameP99,
+		AllFirstVideoOK: sr.AllFirstOK,
+	}
+	if minutes := float64(sr.Connected) * cfg.Duration.Minutes(); minutes > 0 {
+		r.CPUPerViewerMin = cpu / minutes
+	}
+	if cpu > 0 {
+		r.MbpsPerCore = sr.Mbps / (cpu / wall)
+	}
+	var frames float64
+	for _, v := range sr.PerViewer {
+		if v.Gaps > 0 {
+			r.ViewersWithGaps++
+		}
+		frames += float64(v.Frames)
+	}
+	if sr.Connected > 0 {
+		r.MeanFramesPerSec = frames / float64(sr.Connected) / cfg.Duration.Seconds()
+	}
+	return r, nil
+}
+
+// cpuSeconds sums user and system time of processes from /proc/PID/stat.
+func cpuSeconds(pids []int) float64 {
+	const hz = 100 // USER_HZ on Linux
+	var total float64
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		// Fields after the command name, which is in parentheses.
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if len(f) > 12 {
+			u, _ := strconv.ParseFloat(f[11], 64)
+			sy, _ := strconv.ParseFloat(f[12], 64)
+			total += (u + sy) / hz
+		}
+	}
+	return total
+}
+
+// rssMiB sums VmRSS of processes.
+func rssMiB(pids []int) float64 {
+	var kb float64
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "VmRSS:") {
+				v, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
+				kb += v
+			}
+		}
+	}
+	return kb / 1024
+}
+
+// children lists the child processes of pid (nginx's workers).
+func children(pid int) []int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
