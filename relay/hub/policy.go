@@ -55,6 +55,11 @@ func (s *Subscriber) offer(f *av.Frame) (wake bool, fail error) {
 		// burst too) and resume at the next keyframe; audio stays queued.
 		s.q.purgeVideo(s.countDrop)
 		s.waitKey = true
+		if !s.behind {
+			s.behind, s.behindSince = true, f.Timestamp
+		} else if d := int32(f.Timestamp - s.behindSince); int64(d) >= s.timeoutMS {
+			return false, ErrTooSlow
+		}
 		lv = s.level(f)
 	}
 	if lv >= levelFull {

@@ -332,3 +332,20 @@ func checkSubsequence(t *testing.T, in []written, got []*av.Frame) DropCounts {
 	}
 	return drops
 }
+
+// A viewer of a video-only stream that never reads is purged again and
+// again without ever reaching the full level; it is still closed once it has
+// been behind for SlowViewerTimeout.
+func TestStalledVideoOnlyViewerClosed(t *testing.T) {
+	h, s := stalledViewer(t, Config{ViewerQueue: time.Second, SlowViewerTimeout: 3 * time.Second})
+	for ts := uint32(0); ts < 10000; ts += 40 {
+		p := pRef
+		if ts%2000 == 0 {
+			p = idr
+		}
+		h.Write(av.KindVideo, ts, p)
+	}
+	if !errors.Is(s.Err(), ErrTooSlow) {
+		t.Fatalf("Err = %v, want ErrTooSlow", s.Err())
+	}
+}

@@ -34,5 +34,8 @@ func (s *Subscriber) takeLocked(dst []*av.Frame, maxBytes int) []*av.Frame {
 		}
 	}
 	s.sent += uint64(len(dst) - n)
+	if s.q.n == 0 {
+		s.behind = false // the reader caught up with the live edge
+	}
 	return dst
 }

@@ -74,6 +74,11 @@ type Subscriber struct {
 
 	starving      bool   // dropping every media frame: the backlog is full
 	starvingSince uint32 // timestamp of the first frame of the current run
+	// behind: stale pictures were purged and the reader has not emptied its
+	// queue since; a viewer behind for SlowViewerTimeout of media is closed
+	// (a stream without audio never reaches the full level).
+	behind      bool
+	behindSince uint32
 
 	sent    uint64
 	dropped DropCounts
