@@ -27,9 +27,11 @@ type inflight struct {
 	any     bool
 
 	// The kernel is asked (two ioctls) at most every checkEvery while the
-	// connection keeps up; every time while it is backlogged.
-	lastCheck time.Time
-	lastBusy  bool
+	// connection keeps up, unless more than the allowed unsent bytes were
+	// written since; every time while it is backlogged.
+	lastCheck  time.Time
+	lastBusy   bool
+	sinceCheck int // bytes written since the last check
 }
 
 const checkEvery = 100 * time.Millisecond
@@ -68,6 +70,7 @@ func newInflight(nc net.Conn) *inflight {
 // [firstTS, lastTS] (hasMedia false for control-only batches).
 func (f *inflight) wrote(n int, hasMedia bool, firstTS, lastTS uint32) {
 	f.written += uint64(n)
+	f.sinceCheck += n
 	if !hasMedia {
 		return
 	}
@@ -88,10 +91,10 @@ func (f *inflight) backlogged(now time.Time, maxNotSent int, maxLagMS int64) boo
 	if !f.any {
 		return false
 	}
-	if !f.lastBusy && now.Sub(f.lastCheck) < checkEvery {
+	if !f.lastBusy && f.sinceCheck < maxNotSent && now.Sub(f.lastCheck) < checkEvery {
 		return false
 	}
-	f.lastCheck = now
+	f.lastCheck, f.sinceCheck = now, 0
 	if err := f.raw.Control(f.control); err != nil {
 		return false
 	}
