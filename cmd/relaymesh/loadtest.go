@@ -104,6 +104,7 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 	duration := fs.Duration("duration", 20*time.Second, "how long each swarm plays from each server")
 	kbps := fs.Int("kbps", 2500, "video bitrate of the test stream")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	relayConfig := fs.String("relay-config", "", "configuration file for the relaymesh relay under test")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -115,7 +116,7 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 		}
 		sizes = append(sizes, n)
 	}
-	r, err := peer.Run(ctx, peer.Config{Viewers: sizes, Duration: *duration, BitrateKbps: *kbps, Progress: os.Stderr})
+	r, err := peer.Run(ctx, peer.Config{Viewers: sizes, Duration: *duration, BitrateKbps: *kbps, Progress: os.Stderr, RelayConfig: *relayConfig})
 	if err != nil {
 		return err
 	}

@@ -87,6 +87,7 @@ func connConfig(c config.RTMP) rtmp.ConnConfig {
 		WriteTimeout:     c.WriteTimeout,
 		MaxMessageSize:   c.MaxMessageSize,
 		SendBuffer:       c.ViewerSendBuffer,
+		WriteBatch:       c.WriteBatch,
 	}.WithDefaults()
 }
 

@@ -30,6 +30,7 @@ type Config struct {
 	Duration    time.Duration // per swarm and server (default 20s)
 	BitrateKbps int           // video bitrate of the test stream (default 2500)
 	WorkDir     string        // for logs and the nginx prefix (default: a temp dir)
+	RelayConfig string        // configuration file for the relaymesh relay (optional)
 	Progress    io.Writer
 }
 
@@ -167,7 +168,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if _, err := start(cfg.Bin, "primary", "--rtmp", primary, "--http", primaryHTTP, "--open", "--log-level", "warn"); err != nil {
 		return nil, err
 	}
-	relay, err := start(cfg.Bin, "relay", "--id", "bench", "--upstream", "rtmp://"+primary, "--rtmp", relayRTMP, "--http", relayHTTP, "--log-level", "warn", "--linger", "10m")
+	relayArgs := []string{"relay", "--id", "bench", "--upstream", "rtmp://" + primary, "--rtmp", relayRTMP, "--http", relayHTTP, "--log-level", "warn", "--linger", "10m"}
+	if cfg.RelayConfig != "" {
+		relayArgs = append(relayArgs, "--config", cfg.RelayConfig)
+	}
+	relay, err := start(cfg.Bin, relayArgs...)
 	if err != nil {
 		return nil, err
 	}
