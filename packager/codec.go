@@ -142,26 +142,12 @@ func parseAudioConfig(payload []byte) (*audioConfig, error) {
 // bytes) to dst. Malformed input gives an error.
 func splitAVCC(dst [][]byte, au []byte, nalLen int) ([][]byte, error) {
 	for len(au) > 0 {
-		if len(au) < nalLen {
-			return dst, fmt.Errorf("%w: truncated NAL length", errCodec)
+		nal, rest, err := av.NextNAL(au, nalLen)
+		if err != nil {
+			return dst, fmt.Errorf("%w: %v", errCodec, err)
 		}
-		var n int
-		switch nalLen {
-		case 1:
-			n = int(au[0])
-		case 2:
-			n = int(binary.BigEndian.Uint16(au))
-		case 4:
-			n = int(binary.BigEndian.Uint32(au))
-		default:
-			return dst, fmt.Errorf("%w: NAL length size %d", errCodec, nalLen)
-		}
-		au = au[nalLen:]
-		if n == 0 || n > len(au) {
-			return dst, fmt.Errorf("%w: NAL unit of %d bytes in %d", errCodec, n, len(au))
-		}
-		dst = append(dst, au[:n])
-		au = au[n:]
+		dst = append(dst, nal)
+		au = rest
 	}
 	return dst, nil
 }

@@ -52,23 +52,11 @@ func nonReferenceAVC(au []byte, nalLenSize int) bool {
 	}
 	slices := 0
 	for len(au) > 0 {
-		if len(au) < nalLenSize {
+		nal, rest, err := NextNAL(au, nalLenSize)
+		if err != nil {
 			return false
 		}
-		var n int
-		switch nalLenSize {
-		case 1:
-			n = int(au[0])
-		case 2:
-			n = int(binary.BigEndian.Uint16(au))
-		case 4:
-			n = int(binary.BigEndian.Uint32(au))
-		}
-		au = au[nalLenSize:]
-		if n <= 0 || n > len(au) {
-			return false
-		}
-		hdr := au[0]
+		hdr := nal[0]
 		typ := hdr & 0x1f
 		if typ >= 1 && typ <= 5 { // coded slice
 			if hdr&0x60 != 0 {
@@ -76,7 +64,7 @@ func nonReferenceAVC(au []byte, nalLenSize int) bool {
 			}
 			slices++
 		}
-		au = au[n:]
+		au = rest
 	}
 	return slices > 0
 }
