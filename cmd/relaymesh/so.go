@@ -18,6 +18,8 @@ import (
 	mrpc "github.com/relaymesh/relaymesh/internal/rpc"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
 	so "github.com/relaymesh/relaymesh/internal/sharedobject"
+	"github.com/relaymesh/relaymesh/internal/sharedobject/access"
+	"github.com/relaymesh/relaymesh/internal/sharedobject/replica"
 	"github.com/relaymesh/relaymesh/relay/sorelay"
 )
 
@@ -56,8 +58,14 @@ func (f *soFlags) primary(n *node, log *slog.Logger) (*rpc.Server, func(), error
 		}
 		hooks[app] = url
 	}
+	lim, rules, err := soLimits(n.cfg.SharedObjects)
+	if err != nil {
+		return nil, nil, err
+	}
 	srv, err := rpc.New(rpc.Config{
-		SharedObjects:  sharedobjects.Config{Store: store},
+		SharedObjects:  sharedobjects.Config{Store: store, Limits: lim, Rules: rules},
+		FloodPerSecond: n.cfg.SharedObjects.FloodPerSecond,
+		FloodBurst:     n.cfg.SharedObjects.FloodBurst,
 		Webhooks:       hooks,
 		WebhookTimeout: f.webhookTimeout,
 		Log:            log,
@@ -72,9 +80,53 @@ func (f *soFlags) primary(n *node, log *slog.Logger) (*rpc.Server, func(), error
 	return srv, func() { cancel(); <-done }, nil
 }
 
-// soRelay starts a relay's shared-object and RPC layer.
+// soRelay starts a relay's shared-object and RPC layer with the limits and
+// rules of the configuration's shared_objects section.
 func soRelay(ctx context.Context, cfg config.Config, conn rtmp.ConnConfig, log *slog.Logger) (*sorelay.Relay, error) {
-	return sorelay.New(ctx, sorelay.Config{RelayID: cfg.Relay.ID, Upstream: cfg.Relay.Upstream, Conn: conn, Log: log})
+	lim, rules, err := soLimits(cfg.SharedObjects)
+	if err != nil {
+		return nil, err
+	}
+	return sorelay.New(ctx, sorelay.Config{RelayID: cfg.Relay.ID, Upstream: cfg.Relay.Upstream, Conn: conn, Log: log,
+		Rules: rules, Limits: replica.Limits{
+			ObjectsPerClient:  lim.ObjectsPerClient,
+			MessagesPerSecond: lim.MessagesPerSecond,
+			Burst:             lim.Burst,
+		},
+		FloodPerSecond: cfg.SharedObjects.FloodPerSecond,
+		FloodBurst:     cfg.SharedObjects.FloodBurst,
+	})
+}
+
+// soLimits checks the shared_objects section and turns it into the
+// authority's limits (a relay takes the per-client ones) and rules.
+func soLimits(c config.SharedObjects) (sharedobjects.Limits, access.Rules, error) {
+	for _, v := range []struct {
+		name string
+		n    float64
+	}{
+		{"objects_per_client", float64(c.ObjectsPerClient)}, {"objects_per_scope", float64(c.ObjectsPerScope)},
+		{"slots_per_object", float64(c.SlotsPerObject)}, {"value_bytes", float64(c.ValueBytes)},
+		{"object_bytes", float64(c.ObjectBytes)}, {"messages_per_second", c.MessagesPerSecond},
+		{"burst", float64(c.Burst)}, {"flood_per_second", c.FloodPerSecond}, {"flood_burst", float64(c.FloodBurst)},
+	} {
+		if v.n < 0 {
+			return sharedobjects.Limits{}, nil, fmt.Errorf("shared_objects.%s: %v is negative", v.name, v.n)
+		}
+	}
+	if err := c.Rules.Validate(); err != nil {
+		return sharedobjects.Limits{}, nil, fmt.Errorf("shared_objects.rules: %w", err)
+	}
+	lim := sharedobjects.Limits{
+		ObjectsPerClient:  c.ObjectsPerClient,
+		ObjectsPerScope:   c.ObjectsPerScope,
+		SlotsPerObject:    c.SlotsPerObject,
+		ValueBytes:        c.ValueBytes,
+		ObjectBytes:       c.ObjectBytes,
+		MessagesPerSecond: c.MessagesPerSecond,
+		Burst:             c.Burst,
+	}.WithDefaults()
+	return lim, c.Rules, nil
 }
 
 // splitURL takes the rtmp:// URL that may come before the flags.

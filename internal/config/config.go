@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/relaymesh/relaymesh/internal/sharedobject/access"
 )
 
 // Config is the whole file.
@@ -22,6 +24,8 @@ type Config struct {
 	Publish Publish `yaml:"publish"`
 	Relay   Relay   `yaml:"relay"`
 	HLS     HLS     `yaml:"hls"`
+	// SharedObjects is read by the primary and by every relay.
+	SharedObjects SharedObjects `yaml:"shared_objects"`
 }
 
 // HLS configures the HLS/DASH packager served on the HTTP listener under
@@ -100,6 +104,32 @@ type Relay struct {
 	Linger   time.Duration `yaml:"linger"`   // keep a pull this long after its last viewer (default 30s)
 }
 
+// SharedObjects configures RTMP shared objects and calls: the limits each
+// client connection is held to and the write rules. The primary and every
+// relay should carry the same section: relays apply the rules and the
+// per-client limits to their own clients, the primary enforces the object,
+// slot and size limits for the whole mesh. A zero number means the default.
+type SharedObjects struct {
+	ObjectsPerClient int `yaml:"objects_per_client"` // objects one viewer or publisher may use at once (default 64)
+	ObjectsPerScope  int `yaml:"objects_per_scope"`  // objects alive in one application scope, primary (default 1024)
+	SlotsPerObject   int `yaml:"slots_per_object"`   // slots of one object, primary (default 1024)
+	ValueBytes       int `yaml:"value_bytes"`        // encoded AMF0 size of one slot value, primary (default 16384)
+	ObjectBytes      int `yaml:"object_bytes"`       // encoded size of all slots of one object, primary (default 1048576)
+	// MessagesPerSecond and Burst limit the shared-object messages of one
+	// viewer or publisher connection: over the limit it gets one
+	// LimitExceeded status and then silence (defaults 50 and 100).
+	MessagesPerSecond float64 `yaml:"messages_per_second"`
+	Burst             int     `yaml:"burst"`
+	// FloodPerSecond and FloodBurst: a client sending more shared-object
+	// messages and calls than this is closed (defaults 200 and 400).
+	FloodPerSecond float64 `yaml:"flood_per_second"`
+	FloodBurst     int     `yaml:"flood_burst"`
+	// Rules are the write rules, checked in order; the first whose op,
+	// scope, object and key patterns match decides; none matching allows
+	// (default: no rules).
+	Rules access.Rules `yaml:"rules"`
+}
+
 // Default is the configuration used when no file and no flags say otherwise.
 func Default() Config {
 	return Config{
@@ -125,6 +155,11 @@ func Default() Config {
 		},
 		Relay: Relay{Linger: 30 * time.Second},
 		HLS:   HLS{Format: "llhls", Linger: 30 * time.Second, SegmentMinDuration: time.Second, PartTarget: 200 * time.Millisecond, SegmentCount: 7},
+		SharedObjects: SharedObjects{
+			ObjectsPerClient: 64, ObjectsPerScope: 1024, SlotsPerObject: 1024,
+			ValueBytes: 16 << 10, ObjectBytes: 1 << 20,
+			MessagesPerSecond: 50, Burst: 100, FloodPerSecond: 200, FloodBurst: 400,
+		},
 	}
 }
 
