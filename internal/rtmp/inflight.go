@@ -52,16 +52,20 @@ func newInflight(nc net.Conn) *inflight {
 	}
 	f := &inflight{raw: raw}
 	f.control = func(fd uintptr) {
-		n, err := unix.IoctlGetInt(int(fd), unix.SIOCOUTQ)
-		if err != nil {
-			n = 0
-		}
-		f.outq = n
-		n, err = unix.IoctlGetInt(int(fd), unix.SIOCOUTQNSD)
+		// Unsent bytes first: when everything was sent (the usual case for
+		// a viewer that keeps up) the queue length is not needed.
+		n, err := unix.IoctlGetInt(int(fd), unix.SIOCOUTQNSD)
 		if err != nil {
 			n = 0
 		}
 		f.notsent = n
+		f.outq = 0
+		if n == 0 {
+			return
+		}
+		if n, err = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ); err == nil {
+			f.outq = n
+		}
 	}
 	return f
 }
@@ -99,6 +103,9 @@ func (f *inflight) backlogged(now time.Time, maxNotSent int, maxLagMS int64) boo
 		return false
 	}
 	f.lastBusy = f.notsent > 0
+	if f.notsent == 0 {
+		return false // all sent: what is in flight is up to the network
+	}
 	return f.notsent > maxNotSent || f.lagMS() > maxLagMS
 }
 
