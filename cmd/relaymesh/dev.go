@@ -135,7 +135,8 @@ func devMain(ctx context.Context, args []string, ready func(httpAddr string)) er
 	fmt.Fprintf(os.Stderr, "\nrelaymesh dev is running\n"+
 		"  publish:  ffmpeg -re -i INPUT -c copy -f flv rtmp://%s/live/NAME\n"+
 		"  watch:    %s/play/live/NAME?proto=rtmp|hls|dash   (add &ip=203.0.113.5 to be a viewer in Tokyo; see geo/README.md)\n"+
-		"  mesh:     %s/api/v1/mesh\n\n", primaryRTMP, web, web)
+		"  mesh:     %s/api/v1/mesh\n"+
+		"  dashboard: %s/\n\n", primaryRTMP, web, web, web)
 	if *demo {
 		if path, err := exec.LookPath("ffmpeg"); err != nil {
 			log.Warn("--demo-source: ffmpeg not found, no test pattern")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/relaymesh/relaymesh/geo"
 	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/topology/dashboard"
 	"github.com/relaymesh/relaymesh/topology/demand"
 	"github.com/relaymesh/relaymesh/topology/graph"
 	"github.com/relaymesh/relaymesh/topology/orchestrator"
@@ -198,12 +199,20 @@ func runControlPlane(ctx context.Context, cp controlPlane) error {
 	if err != nil {
 		return err
 	}
+	d, err := dashboard.New(dashboard.Config{Graph: cp.graph, Mesh: r.View, Decisions: o.Decisions, Leader: o.Leader}, cp.log)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	r.Mount(mux)
+	d.Mount(mux)
 	var wg sync.WaitGroup
-	errs := make([]error, 3)
+	errs := make([]error, 4)
 	for i, f := range []func() error{
 		func() error { return o.Run(ctx) },
 		func() error { return r.Run(ctx) },
-		func() error { return serveHTTP(ctx, cp.ln, r.Handler()) },
+		func() error { return d.Run(ctx) },
+		func() error { return serveHTTP(ctx, cp.ln, mux) },
 	} {
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[i] = f() }()

@@ -93,6 +93,8 @@ type Orchestrator struct {
 	leader atomic.Bool
 	bonus  atomic.Pointer[[]Bonus]
 	terms  atomic.Uint64
+
+	decisions decisionLog
 }
 
 // New returns an orchestrator; Run starts it.

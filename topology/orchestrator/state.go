@@ -305,6 +305,7 @@ func (st *state) open(ctx context.Context, now time.Time, s *stream, d scaling.D
 	st.tracker.SetHosted(s.id, st.g.Servers()[d.Server].Vertex, true)
 	st.o.log.Info("opening relay", "stream", s.app+"/"+s.name, "server", st.g.Servers()[d.Server].ID,
 		"parent", st.g.Servers()[s.relays[d.Server].parent].ID, "reason", d.Reason)
+	st.note("open", s, d.Server, d.Reason)
 	st.save(ctx, s)
 	st.send(d.Server, s, bus.OpOpen, d.Reason)
 }
@@ -324,12 +325,14 @@ func (st *state) onResult(ctx context.Context, r result) {
 	}
 	if r.err != nil {
 		st.o.log.Warn("relay did not open", "stream", s.app+"/"+s.name, "server", srvID, "err", r.err)
+		st.note("failed", s, r.server, r.err.Error())
 		st.remove(s, r.server)
 		st.scaler.Failed(r.server, s.id)
 	} else {
 		rel.state, rel.since = bus.StateReady, time.Now()
 		st.scaler.Ready(r.server, s.id)
 		st.o.log.Info("relay ready", "stream", s.app+"/"+s.name, "server", srvID)
+		st.note("ready", s, r.server, r.cmd.Reason)
 	}
 	st.save(ctx, s)
 }
@@ -363,6 +366,7 @@ func (st *state) evaluate(ctx context.Context, now time.Time) {
 		st.down[i] = true
 		st.scaler.SetDown(i, true)
 		st.o.log.Warn("relay silent, marked down", "server", sv.ID)
+		st.note("down", nil, i, "no status for "+ttl.String())
 		for _, s := range st.byID {
 			if _, ok := s.relays[i]; ok {
 				st.remove(s, i)
@@ -399,11 +403,13 @@ func (st *state) evaluate(ctx context.Context, now time.Time) {
 			if r := s.relays[d.Server]; r != nil {
 				r.state, r.since = bus.StateDraining, now
 				st.o.log.Info("draining relay", "stream", s.app+"/"+s.name, "server", st.g.Servers()[d.Server].ID, "reason", d.Reason)
+				st.note("drain", s, d.Server, d.Reason)
 				st.save(ctx, s)
 			}
 		case scaling.ActionClose:
 			if _, ok := s.relays[d.Server]; ok {
 				st.o.log.Info("closing relay", "stream", s.app+"/"+s.name, "server", st.g.Servers()[d.Server].ID, "reason", d.Reason)
+				st.note("close", s, d.Server, d.Reason)
 				st.send(d.Server, s, bus.OpClose, d.Reason)
 				st.remove(s, d.Server)
 				st.save(ctx, s)
