@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"sync"
 
 	"github.com/relaymesh/relaymesh/internal/rtmp"
@@ -22,6 +23,9 @@ type ClientConfig struct {
 	// OnObject receives every shared-object message after it was applied
 	// to the object's local copy.
 	OnObject func(o *Object, m so.Message)
+	// OnMedia receives the audio, video and data messages of a stream the
+	// client plays (see Client.Play).
+	OnMedia func(m rtmp.Message)
 }
 
 // StatusError is a refusal from the server: a shared-object Status or the
@@ -51,6 +55,7 @@ type Client struct {
 	txid    float64
 	calls   map[float64]chan callResult
 	objects map[string]*Object
+	plays   map[uint32]chan rtmp.Status // play answers awaited, by stream id
 	err     error
 	done    chan struct{}
 }
@@ -73,10 +78,77 @@ func Dial(ctx context.Context, rawURL string, cfg ClientConfig) (*Client, error)
 	if err != nil {
 		return nil, err
 	}
+	return start(cc, cfg), nil
+}
+
+// DialConn is Dial over a connection the caller made (e.g. a throttled one
+// in tests); nc is closed when the client is.
+func DialConn(ctx context.Context, nc net.Conn, rawURL string, cfg ClientConfig) (*Client, error) {
+	u, err := rtmp.ParseURL(rawURL, 2)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	cc, err := rtmp.DialConn(ctx, nc, u, cfg.Conn, cfg.Log)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return start(cc, cfg), nil
+}
+
+func start(cc *rtmp.ClientConn, cfg ClientConfig) *Client {
 	cc.SetReadTimeout(0) // a client of shared objects may hear nothing for long
-	c := &Client{cc: cc, cfg: cfg, txid: 1, calls: map[float64]chan callResult{}, objects: map[string]*Object{}, done: make(chan struct{})}
+	c := &Client{cc: cc, cfg: cfg, txid: 1, calls: map[float64]chan callResult{}, objects: map[string]*Object{},
+		plays: map[uint32]chan rtmp.Status{}, done: make(chan struct{})}
 	go c.read()
-	return c, nil
+	return c
+}
+
+// Play creates a stream and plays name on it, on the same connection as
+// the client's shared objects and calls; it returns once the server
+// answered NetStream.Play.Start (or refused). Media then goes to
+// ClientConfig.OnMedia.
+func (c *Client) Play(ctx context.Context, name string) error {
+	v, err := c.Call(ctx, "createStream")
+	if err != nil {
+		return fmt.Errorf("createStream: %w", err)
+	}
+	f, ok := v.(float64)
+	if !ok || f < 1 || f > 1<<16 {
+		return fmt.Errorf("createStream: bad stream id %v", v)
+	}
+	id := uint32(f)
+	ch := make(chan rtmp.Status, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return ErrClientClosed
+	}
+	c.plays[id] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.plays, id)
+		c.mu.Unlock()
+	}()
+	if err := c.cc.SendCommand(id, "play", 0.0, nil, name, -1000.0); err != nil {
+		return err
+	}
+	select {
+	case st := <-ch:
+		if st.Code != rtmp.CodePlayStart {
+			return st
+		}
+		return nil
+	case <-c.done:
+		return ErrClientClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Close closes the connection.
@@ -109,6 +181,10 @@ func (c *Client) read() {
 				continue
 			}
 			c.command(cmd)
+		case rtmp.TypeAudio, rtmp.TypeVideo, rtmp.TypeDataAMF0:
+			if c.cfg.OnMedia != nil {
+				c.cfg.OnMedia(m)
+			}
 		case rtmp.TypeSharedObjectAMF0, rtmp.TypeSharedObjectAMF3:
 			msg, derr := so.Decode(m.Payload, m.Type == rtmp.TypeSharedObjectAMF3)
 			if derr != nil {
@@ -156,6 +232,17 @@ func (c *Client) command(cmd *rtmp.Command) {
 	case "onStatus", "onBWDone", "onFCPublish", "onFCUnpublish":
 		if cmd.Name == "onStatus" {
 			st := rtmp.StatusOf(cmd)
+			if st.Code == rtmp.CodePlayStart || st.Level == "error" {
+				c.mu.Lock()
+				ch := c.plays[cmd.StreamID]
+				c.mu.Unlock()
+				if ch != nil {
+					select {
+					case ch <- st:
+					default:
+					}
+				}
+			}
 			if st.Level == "error" {
 				c.cfg.Log.Info("status from server", "code", st.Code, "description", st.Description)
 			}
