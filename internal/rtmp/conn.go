@@ -208,7 +208,7 @@ func (c *Conn) handshake(server bool) error {
 			return fmt.Errorf("%w: first byte 0x%02x", ErrNotRTMP, b[0])
 		}
 		if err == nil {
-			err = handshake.HandshakeWithClient(c.br, c.nc, &handshake.Config{SkipHandshakeVerification: true})
+			err = serverHandshake(c.br, c.nc)
 		}
 	} else {
 		err = handshake.HandshakeWithServer(c.br, c.nc, &handshake.Config{SkipHandshakeVerification: true})
