@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// browserRun is the JSON that packager/browser/run.mjs prints.
+type browserRun struct {
+	OK         bool     `json:"ok"`
+	Error      string   `json:"error"`
+	Player     string   `json:"player"`
+	Browser    string   `json:"browser"`
+	H264       bool     `json:"h264"`
+	StartError string   `json:"startError"`
+	StartupMs  int      `json:"startupMs"`
+	Width      int      `json:"width"`
+	Height     int      `json:"height"`
+	Fatal      bool     `json:"fatal"`
+	Errors     []string `json:"errors"`
+	Levels     []struct {
+		Index   int     `json:"index"`
+		Bitrate float64 `json:"bitrate"`
+	} `json:"levels"`
+	LevelBeforeThrottle *browserLevel `json:"levelBeforeThrottle"`
+	TopBeforeThrottle   bool          `json:"topBeforeThrottle"`
+	Play                *struct {
+		Advanced   float64 `json:"advanced"`
+		MaxStallMs int     `json:"maxStallMs"`
+	} `json:"play"`
+	Throttle *struct {
+		Advanced     float64       `json:"advanced"`
+		MaxStallMs   int           `json:"maxStallMs"`
+		Seconds      float64       `json:"seconds"`
+		SwitchedDown bool          `json:"switchedDown"`
+		Level        *browserLevel `json:"level"`
+	} `json:"throttle"`
+}
+
+type browserLevel struct {
+	Index   int     `json:"index"`
+	Bitrate float64 `json:"bitrate"`
+}
+
+// repoRoot is the directory holding go.mod, found from the test's cwd.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+}
+
+// requireBrowser skips (fails in CI) unless node, Chromium and the npm
+// packages of package.json are installed.
+func requireBrowser(t *testing.T, root string) {
+	t.Helper()
+	requireTool(t, "node", "chromium")
+	for _, p := range []string{"playwright-core/package.json", "hls.js/dist/hls.min.js", "dashjs/dist/modern/umd/dash.all.min.js"} {
+		if _, err := os.Stat(filepath.Join(root, "node_modules", p)); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("node_modules/%s is required in CI but missing (npm ci)", p)
+			}
+			t.Skipf("node_modules/%s missing: skipping (run npm ci at the repository root)", p)
+		}
+	}
+}
+
+// TestBrowserPlayers: ffmpeg publishes 640x360 H.264 at 2500 kbit/s to the
+// primary; hls.js and dash.js in headless Chromium play the relay's HLS and
+// DASH. Each must advance currentTime by at least 5 s and show the published
+// width; then, with the page's network throttled to 600 kbit/s, the player
+// must move to a lower rendition and keep playing with no stall over 3 s.
+func TestBrowserPlayers(t *testing.T) {
+	requireTool(t, "ffmpeg")
+	root := repoRoot(t)
+	requireBrowser(t, root)
+	chromium, _ := exec.LookPath("chromium")
+
+	m := startMesh(t, 1)
+	startPublisher(t, m.publishURL(), 120*time.Second, 2500)
+	waitLive(t, m.primary, "live", "cam")
+	base := "http://" + m.r1.http
+	waitFor(t, "the multivariant playlist", 20*time.Second, func() bool {
+		resp, err := http.Get(base + "/hls/live/cam/index.m3u8")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	time.Sleep(4 * time.Second) // two segments, so the players' first look has something to play
+
+	// hls.js's default low-latency mode plays at the live edge with about a
+	// second of buffer, so a fourfold drop in throughput stalls it for 1.5 to
+	// 6 s before its estimate catches up: that mode is checked unthrottled. A
+	// site that expects slow links turns it off (the same playlists, parts
+	// ignored, three segments of buffer); that configuration, and dash.js
+	// (told to start high rather than at its 1 Mbit/s guess), must switch
+	// down without a stall.
+	for _, tc := range []struct {
+		name, player, url, config string
+		throttle                  bool
+	}{
+		{"hls-lowlatency", "hls", base + "/hls/live/cam/index.m3u8", `{}`, false},
+		{"hls", "hls", base + "/hls/live/cam/index.m3u8", `{"lowLatencyMode":false}`, true},
+		{"dash", "dash", base + "/dash/live/cam/manifest.mpd", `{"streaming":{"abr":{"initialBitrate":{"video":3000}}}}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			throttle := "0"
+			if tc.throttle {
+				throttle = "600"
+			}
+			cmd := exec.CommandContext(ctx, "node", filepath.Join(root, "packager", "browser", "run.mjs"),
+				"--url", tc.url, "--player", tc.player, "--chromium", chromium, "--config", tc.config,
+				"--play", "5", "--throttle-kbps", throttle, "--throttle-seconds", "25", "--settle", "4")
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			t.Logf("%s", out)
+			var r browserRun
+			if jerr := json.Unmarshal(out, &r); jerr != nil {
+				t.Fatalf("run.mjs: %v, %v\n%s", err, jerr, stderr.String())
+			}
+			if !r.OK {
+				t.Fatalf("run.mjs failed: %s\n%s", r.Error, stderr.String())
+			}
+			if !r.H264 {
+				t.Fatalf("Chromium %s cannot play H.264 through MediaSource", r.Browser)
+			}
+			if r.StartError != "" || r.Play == nil {
+				t.Fatalf("%s: %s; errors %v", tc.player, r.StartError, r.Errors)
+			}
+			if r.Fatal {
+				t.Errorf("player reported fatal errors: %v", r.Errors)
+			}
+			if r.Play.Advanced < 5 {
+				t.Errorf("currentTime advanced %.2f s, want at least 5", r.Play.Advanced)
+			}
+			if r.Width != 640 || r.Height != 360 {
+				t.Errorf("video is %dx%d, want 640x360", r.Width, r.Height)
+			}
+			if !tc.throttle {
+				return
+			}
+			th := r.Throttle
+			if th == nil {
+				t.Fatal("no throttled phase in the result")
+			}
+			if !r.TopBeforeThrottle {
+				t.Errorf("the player did not reach the top rendition before throttling: on %+v of %+v", r.LevelBeforeThrottle, r.Levels)
+			}
+			if !th.SwitchedDown {
+				t.Errorf("throttled to 600 kbit/s, the player stayed on %+v (before %+v; renditions %+v)", th.Level, r.LevelBeforeThrottle, r.Levels)
+			}
+			if th.MaxStallMs > 3000 {
+				t.Errorf("throttled: playback stalled for %d ms, want at most 3000", th.MaxStallMs)
+			}
+			if th.Advanced < th.Seconds/2 {
+				t.Errorf("throttled: currentTime advanced %.1f s in %.1f s", th.Advanced, th.Seconds)
+			}
+		})
+	}
+}

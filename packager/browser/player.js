@@ -1,0 +1,116 @@
+// Plays ?src= with the player named by ?player= (hls or dash) in the page's
+// <video> and records what the player did on window.probe, which run.mjs
+// reads. Nothing here judges the result: run.mjs and the Go test do.
+(function () {
+  'use strict';
+  var q = new URLSearchParams(location.search);
+  var src = q.get('src');
+  var kind = q.get('player');
+  var video = document.getElementById('v');
+  // ?config= is JSON handed to the player: the Hls constructor's config, or
+  // dash.js settings for updateSettings.
+  var config = {};
+  try {
+    config = JSON.parse(q.get('config') || '{}') || {};
+  } catch (e) {
+    config = {};
+  }
+  var probe = {
+    player: kind,
+    levels: [], // video renditions the player knows: {index, bitrate, width, height}
+    level: null, // the rendition being shown now
+    switches: [], // {at (ms since page start), from, to, bitrate}
+    errors: [], // {fatal, type, details}
+    h264: window.MediaSource ? MediaSource.isTypeSupported('video/mp4; codecs="avc1.42c01e"') : false,
+    started: false,
+    config: config
+  };
+  window.probe = probe;
+  // sample is what run.mjs polls.
+  window.sample = function () {
+    var b = video.buffered;
+    return {
+      t: performance.now(),
+      currentTime: video.currentTime,
+      paused: video.paused,
+      readyState: video.readyState,
+      width: video.videoWidth,
+      height: video.videoHeight,
+      bufferEnd: b.length ? b.end(b.length - 1) : 0,
+      level: probe.level,
+      switches: probe.switches.length,
+      errors: probe.errors.length
+    };
+  };
+  function error(fatal, type, details) {
+    if (probe.errors.length < 50) {
+      probe.errors.push({ at: Math.round(performance.now()), fatal: !!fatal, type: String(type), details: String(details) });
+    }
+  }
+  function switched(lv) {
+    var from = probe.level ? probe.level.index : -1;
+    probe.level = lv;
+    probe.switches.push({ at: Math.round(performance.now()), from: from, to: lv.index, bitrate: lv.bitrate });
+  }
+  video.addEventListener('playing', function () { probe.started = true; });
+  video.addEventListener('error', function () {
+    var e = video.error;
+    error(true, 'media', e ? e.code + ' ' + e.message : 'unknown');
+  });
+
+  if (!src) {
+    error(true, 'page', 'no src');
+    return;
+  }
+  if (kind === 'hls') {
+    if (!window.Hls || !Hls.isSupported()) {
+      error(true, 'page', 'hls.js not supported here');
+      return;
+    }
+    var hls = new Hls(config);
+    window.player = hls;
+    hls.on(Hls.Events.MANIFEST_PARSED, function (_, d) {
+      probe.levels = d.levels.map(function (l, i) {
+        return { index: i, bitrate: l.bitrate, width: l.width, height: l.height };
+      });
+    });
+    hls.on(Hls.Events.LEVEL_SWITCHED, function (_, d) {
+      var l = hls.levels[d.level] || {};
+      switched({ index: d.level, bitrate: l.bitrate, width: l.width, height: l.height });
+    });
+    hls.on(Hls.Events.ERROR, function (_, d) {
+      var why = d.err && d.err.message ? ' (' + d.err.message + ')' : d.reason ? ' (' + d.reason + ')' : '';
+      error(d.fatal, d.type, d.details + why + (d.sourceBufferName ? ' ' + d.sourceBufferName : '') +
+        (d.frag ? ' ' + d.frag.type + ' level ' + d.frag.level + ' sn ' + d.frag.sn + (d.part ? ' part ' + d.part.index : '') : ''));
+    });
+    hls.loadSource(src);
+    hls.attachMedia(video);
+  } else if (kind === 'dash') {
+    if (!window.dashjs) {
+      error(true, 'page', 'dash.js not loaded');
+      return;
+    }
+    var p = dashjs.MediaPlayer().create();
+    p.updateSettings(config);
+    window.player = p;
+    var ev = dashjs.MediaPlayer.events;
+    var rep = function (r) {
+      return { index: r.absoluteIndex, bitrate: r.bandwidth, width: r.width, height: r.height, id: r.id };
+    };
+    p.on(ev.STREAM_INITIALIZED, function () {
+      probe.levels = p.getRepresentationsByType('video').map(rep);
+    });
+    p.on(ev.QUALITY_CHANGE_RENDERED, function (e) {
+      if (e.mediaType === 'video' && e.newRepresentation) {
+        switched(rep(e.newRepresentation));
+      }
+    });
+    p.on(ev.ERROR, function (e) {
+      var er = e.error || {};
+      error(true, 'dash', (er.code || '') + ' ' + (er.message || ''));
+    });
+    p.initialize(video, src, true);
+  } else {
+    error(true, 'page', 'unknown player ' + kind);
+  }
+})();

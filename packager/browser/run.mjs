@@ -1,0 +1,220 @@
+// run.mjs plays one HLS or DASH URL with hls.js or dash.js in headless
+// Chromium (driven by playwright-core) and prints one JSON object with what
+// happened. It judges nothing itself: the Go test asserts on the JSON.
+//
+//   node packager/browser/run.mjs --url http://127.0.0.1:8080/hls/live/cam/index.m3u8
+//       [--player hls|dash] [--play 5] [--throttle-kbps 600] [--throttle-seconds 20]
+//       [--config '{"lowLatencyMode":false}'] [--screenshot shot.png]
+//
+// Phases: (1) wait up to --start-timeout for playback to start; (2) play
+// until currentTime advanced --play seconds; (3) with --throttle-kbps > 0,
+// wait up to --top-timeout seconds for the top rendition, then throttle the page's network through the DevTools protocol and watch the
+// player for --throttle-seconds (it stops early once the player has shown a
+// lower rendition for --settle seconds). Stalls are measured as the longest
+// wall-clock time during which currentTime did not advance.
+import { parseArgs } from 'node:util';
+import { createServer } from 'node:http';
+import { readFile, mkdtemp, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+const { values: opt } = parseArgs({
+  options: {
+    url: { type: 'string' },
+    player: { type: 'string' },
+    play: { type: 'string', default: '5' },
+    'start-timeout': { type: 'string', default: '20' },
+    'throttle-kbps': { type: 'string', default: '0' },
+    'throttle-seconds': { type: 'string', default: '20' },
+    settle: { type: 'string', default: '5' },
+    'top-timeout': { type: 'string', default: '15' },
+    chromium: { type: 'string', default: process.env.CHROMIUM || '/usr/bin/chromium' },
+    screenshot: { type: 'string' },
+    config: { type: 'string', default: '{}' },
+  },
+});
+
+const result = { ok: false, errors: [] };
+const out = () => process.stdout.write(JSON.stringify(result) + '\n');
+
+function fail(msg) {
+  result.error = msg;
+  out();
+  process.exit(1);
+}
+
+if (!opt.url) fail('--url is required');
+const player = opt.player || (/\.mpd(\?|$)/.test(opt.url) ? 'dash' : 'hls');
+if (player !== 'hls' && player !== 'dash') fail('--player must be hls or dash');
+result.player = player;
+const num = (name) => {
+  const v = Number(opt[name]);
+  if (!Number.isFinite(v) || v < 0 || v > 600) fail(`--${name}: want a number of 0..600`);
+  return v;
+};
+const playSec = num('play');
+const startTimeout = num('start-timeout');
+const throttleKbps = num('throttle-kbps');
+const throttleSec = num('throttle-seconds');
+const settleSec = num('settle');
+const topTimeout = num('top-timeout');
+
+// node_modules sits at the repository root, above this directory.
+function findModules() {
+  for (let d = here; ; d = dirname(d)) {
+    const m = join(d, 'node_modules');
+    if (existsSync(join(m, 'playwright-core'))) return m;
+    if (dirname(d) === d) fail('node_modules with playwright-core not found: run npm ci at the repository root');
+  }
+}
+const modules = findModules();
+const files = {
+  '/player.html': [join(here, 'player.html'), 'text/html'],
+  '/player.js': [join(here, 'player.js'), 'text/javascript'],
+  '/hls.min.js': [join(modules, 'hls.js/dist/hls.min.js'), 'text/javascript'],
+  '/dash.all.min.js': [join(modules, 'dashjs/dist/modern/umd/dash.all.min.js'), 'text/javascript'],
+};
+
+// The page comes from its own loopback origin, so the relay's CORS headers
+// are exercised as they are for a real site.
+const server = createServer(async (req, res) => {
+  const f = files[new URL(req.url, 'http://x').pathname];
+  if (!f || req.method !== 'GET') {
+    res.writeHead(404).end();
+    return;
+  }
+  try {
+    const body = await readFile(f[0]);
+    res.writeHead(200, { 'content-type': f[1], 'cache-control': 'no-store' }).end(body);
+  } catch (e) {
+    res.writeHead(500).end(String(e));
+  }
+});
+await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+try {
+  JSON.parse(opt.config);
+} catch (e) {
+  fail('--config: ' + e.message);
+}
+const pageURL = `http://127.0.0.1:${server.address().port}/player.html?player=${player}` +
+  `&src=${encodeURIComponent(opt.url)}&config=${encodeURIComponent(opt.config)}`;
+
+const { chromium } = await import(join(modules, 'playwright-core/index.mjs'));
+const profile = await mkdtemp(join(tmpdir(), 'relaymesh-chromium-'));
+let context;
+const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms));
+
+try {
+  // A fresh profile directory for every run (playwright passes it as
+  // --user-data-dir).
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: opt.chromium,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      '--autoplay-policy=no-user-gesture-required'],
+    timeout: 30000,
+  });
+  result.browser = context.browser() ? context.browser().version() : '';
+  const page = context.pages()[0] || await context.newPage();
+  page.on('pageerror', (e) => result.errors.length < 20 && result.errors.push('pageerror: ' + e.message));
+  await page.goto(pageURL, { timeout: 15000 });
+
+  const sample = () => page.evaluate(() => window.sample());
+  // watch polls the page every 200 ms for up to sec seconds (or until
+  // until(s) is true) and tracks progress and the longest stall.
+  async function watch(sec, until) {
+    const w = { from: null, to: null, maxStallMs: 0, samples: 0 };
+    let last = null;
+    let lastAdvance = 0;
+    const end = Date.now() + sec * 1000;
+    for (;;) {
+      const s = await sample();
+      w.samples++;
+      const now = Date.now();
+      if (w.from === null) {
+        w.from = s.currentTime;
+        lastAdvance = now;
+      }
+      if (last !== null && s.currentTime > last.currentTime) lastAdvance = now;
+      w.maxStallMs = Math.max(w.maxStallMs, now - lastAdvance);
+      w.to = s.currentTime;
+      w.last = s;
+      last = s;
+      if (until && until(s, w)) return w;
+      if (now >= end) return w;
+      await sleep(200);
+    }
+  }
+
+  // 1. playback starts
+  const t0 = Date.now();
+  const start = await watch(startTimeout, (s) => s.currentTime > 0 && !s.paused);
+  result.h264 = await page.evaluate(() => window.probe.h264);
+  if (!(start.last.currentTime > 0)) {
+    result.startError = 'playback did not start';
+  } else {
+    result.startupMs = Date.now() - t0;
+    // 2. plays unthrottled
+    const play = await watch(playSec * 2 + 10, (s, w) => s.currentTime - w.from >= playSec);
+    result.play = { advanced: play.to - play.from, maxStallMs: play.maxStallMs, seconds: play.samples / 5 };
+    result.width = play.last.width;
+    result.height = play.last.height;
+    result.levelBeforeThrottle = play.last.level;
+
+    // 3. throttled
+    if (throttleKbps > 0) {
+      // Throttling only tells something from the top rendition: give the
+      // player up to --top-timeout seconds to get there.
+      const levels = await page.evaluate(() => window.probe.levels);
+      const top = Math.max(...levels.map((l) => l.bitrate || 0));
+      const warm = await watch(topTimeout, (s) => s.level && s.level.bitrate >= top);
+      result.levelBeforeThrottle = warm.last.level;
+      result.topBeforeThrottle = !!(warm.last.level && warm.last.level.bitrate >= top);
+      const probe0 = await page.evaluate(() => window.probe);
+      const cdp = await page.context().newCDPSession(page);
+      await cdp.send('Network.enable');
+      const bytesPerSec = (throttleKbps * 1000) / 8;
+      await cdp.send('Network.emulateNetworkConditions', {
+        offline: false, latency: 20, downloadThroughput: bytesPerSec, uploadThroughput: bytesPerSec,
+      });
+      const before = warm.last.level ? warm.last.level.bitrate : Infinity;
+      let lowerSince = 0;
+      const th = await watch(throttleSec, (s) => {
+        const lower = s.level && s.level.bitrate < before;
+        if (!lower) lowerSince = 0;
+        else if (!lowerSince) lowerSince = Date.now();
+        return lowerSince && Date.now() - lowerSince >= settleSec * 1000;
+      });
+      const probe1 = await page.evaluate(() => window.probe);
+      result.throttle = {
+        kbps: throttleKbps,
+        advanced: th.to - th.from,
+        maxStallMs: th.maxStallMs,
+        seconds: th.samples / 5,
+        level: th.last.level,
+        switchedDown: !!(th.last.level && th.last.level.bitrate < before),
+        switches: probe1.switches.slice(probe0.switches.length),
+      };
+    }
+  }
+  const probe = await page.evaluate(() => window.probe);
+  result.levels = probe.levels;
+  result.switches = probe.switches;
+  result.errors.push(...probe.errors.map((e) => `${e.at} ms: ${e.fatal ? 'fatal ' : ''}${e.type}: ${e.details}`));
+  result.fatal = probe.errors.some((e) => e.fatal);
+  if (opt.screenshot) await page.screenshot({ path: resolve(opt.screenshot) });
+  result.ok = true;
+} catch (e) {
+  result.error = String(e && e.stack ? e.stack : e);
+} finally {
+  if (context) await context.close().catch(() => {});
+  server.close();
+  await rm(profile, { recursive: true, force: true }).catch(() => {});
+}
+out();
+process.exit(result.ok ? 0 : 1);
