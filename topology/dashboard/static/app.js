@@ -56,7 +56,7 @@
       if (!l) continue;
       const k = perLoc[r.location] = (perLoc[r.location] || 0) + 1;
       let [x, y] = xy(l);
-      x += (k - 1) * 14;
+      y += (k - 1) * 18; // servers at one location stack downwards
       const g = el('g', {});
       const c = el('circle', { cx: x, cy: y, r: 6, class: 'srv ' + r.status });
       c.appendChild(el('title', {}, `${r.id} (${r.status}) ${r.viewers || 0}/${r.capacity || '∞'} viewers`));
