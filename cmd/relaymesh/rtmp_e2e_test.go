@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,7 +73,9 @@ func streams(t *testing.T, n *testNode) []map[string]any {
 func TestChainRealClients(t *testing.T) {
 	requireTool(t, "ffmpeg", "ffprobe", "rtmpdump")
 	m := startMesh(t, 2)
-	startPublisher(t, m.publishURL(), 40*time.Second, 2000)
+	startPublisher(t, m.publishURL(), 120*time.Second, 2000)
+	start := time.Now()
+	step := func(what string) { t.Logf("%5.1fs %s", time.Since(start).Seconds(), what) }
 	waitLive(t, m.primary, "live", "cam")
 	url := "rtmp://" + m.r2.rtmp + "/live/cam"
 
@@ -91,6 +94,7 @@ func TestChainRealClients(t *testing.T) {
 	if err := json.Unmarshal(out, &probe); err != nil {
 		t.Fatal(err)
 	}
+	step("ffprobe done")
 	var video, audio bool
 	for _, s := range probe.Streams {
 		switch s.CodecType {
@@ -111,13 +115,31 @@ func TestChainRealClients(t *testing.T) {
 		t.Fatalf("ffmpeg decode: %v\n%s", err, stderr.String())
 	}
 
+	step("ffmpeg decode done")
 	flv := filepath.Join(t.TempDir(), "pull.flv")
-	dump := exec.Command("rtmpdump", "-q", "-v", "-r", url, "-B", "3", "-o", flv)
+	dump := rtmpdump(t, 4*time.Second, "-q", "-v", "-r", url, "-o", flv)
 	dump.Stderr = &stderr
-	_ = dump.Run() // rtmpdump exits non-zero when a live pull is cut by -B
+	_ = dump.Run() // rtmpdump exits non-zero when a live pull is cut
 	out, err = exec.Command("ffprobe", "-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", flv).Output()
 	if err != nil || !strings.Contains(string(out), "h264") || !strings.Contains(string(out), "aac") {
 		t.Fatalf("rtmpdump's FLV: %v %q\n%s", err, out, stderr.String())
+	}
+
+	step("rtmpdump done")
+	// With SWF verification parameters librtmp uses the digest handshake of
+	// Flash Player and checks the server's answer.
+	stderr.Reset()
+	flv = filepath.Join(t.TempDir(), "fp9.flv")
+	dump = rtmpdump(t, 4*time.Second, "-V", "-v", "-r", url, "-o", flv,
+		"--swfhash", strings.Repeat("0", 64), "--swfsize", "1")
+	dump.Stderr = &stderr
+	_ = dump.Run()
+	if !strings.Contains(stderr.String(), "Genuine Adobe Flash Media Server") {
+		t.Fatalf("digest handshake not verified by librtmp:\n%.2000s", stderr.String())
+	}
+	out, err = exec.Command("ffprobe", "-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", flv).Output()
+	if err != nil || !strings.Contains(string(out), "h264") {
+		t.Fatalf("rtmpdump (digest handshake) FLV: %v %q\n%s", err, out, tail(stderr.String(), 3000))
 	}
 }
 
@@ -192,4 +214,22 @@ func TestSlowViewer(t *testing.T) {
 	if err := dec.Run(); err != nil || stderr.Len() > 0 {
 		t.Errorf("the slow viewer's stream does not decode cleanly: %v\n%s", err, stderr.String())
 	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// rtmpdump runs a live pull for d, then stops it the way a user would
+// (SIGTERM: rtmpdump closes the FLV file properly).
+func rtmpdump(t *testing.T, d time.Duration, args ...string) *exec.Cmd {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, "rtmpdump", args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
 }

@@ -197,7 +197,12 @@ func (s *Session) command(ctx context.Context, h Handler, cmd *Command, m Messag
 		id := s.nextStream
 		s.mu.Unlock()
 		return s.result(cmd.TransactionID, nil, float64(id))
-	case "releaseStream", "FCPublish", "FCUnpublish", "getStreamLength", "_checkbw":
+	case "releaseStream", "FCPublish", "FCUnpublish", "FCSubscribe", "FCUnsubscribe", "getStreamLength", "_checkbw":
+		if cmd.Name == "FCSubscribe" {
+			// Live players (edge-aware ones, rtmpdump --live) announce what
+			// they will play; FMS answers onFCSubscribe.
+			_ = s.Conn.SendCommand(0, "onFCSubscribe", 0.0, nil, map[string]any{"code": CodePlayStart, "description": cmd.Arg(0)})
+		}
 		if cmd.Name == "FCPublish" {
 			_ = s.Conn.SendCommand(0, "onFCPublish", 0.0, nil, map[string]any{"code": CodePublishStart, "description": cmd.Arg(0)})
 		}
