@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // FuzzParseScenario: arbitrary scenario files give a scenario or an error,
@@ -14,17 +15,21 @@ func FuzzParseScenario(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if sc.Duration/sc.Tick > 300 || len(sc.GraphWithServers().Servers()) > 200 {
+		// Running the simulation is the expensive part: only for small
+		// scenarios, and bounded in time, so a fuzz worker never looks hung.
+		if sc.Duration/sc.Tick > 30 || len(sc.GraphWithServers().Servers()) > 50 {
 			return // too big to run inside a fuzz iteration
 		}
 		for _, a := range sc.Audience {
 			for _, p := range a.Curve {
-				if p.Viewers > 1000 {
+				if p.Viewers > 200 {
 					return
 				}
 			}
 		}
-		if _, err := Run(context.Background(), sc, Options{}); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := Run(ctx, sc, Options{}); err != nil && ctx.Err() == nil {
 			t.Fatal(err)
 		}
 	})
