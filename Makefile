@@ -31,7 +31,12 @@ fuzz-brief fuzz:
 	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
 	  for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
 	    echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
-	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1 || { cat $$log; exit 1; }; \
+	    if ! $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1; then \
+	      cat $$log; \
+	      if grep -q 'Failing input written' $$log; then exit 1; fi; \
+	      echo "fuzz run failed without a failing input (worker trouble on a busy machine?): once more"; \
+	      $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1 || { cat $$log; exit 1; }; \
+	    fi; \
 	  done; \
 	done
 
