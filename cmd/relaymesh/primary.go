@@ -23,6 +23,10 @@ func runPrimary(ctx context.Context, args []string) error {
 	tokenSecret := fs.String("token-secret", "", "secret for HMAC-signed publish tokens (?token=EXPIRY.SIG)")
 	open := fs.Bool("open", false, "let anyone publish without a key (development only)")
 	takeover := fs.Bool("takeover", false, "a new publisher replaces a live one instead of being refused")
+	id := fs.String("id", "primary", "server id on the control plane (with --nats)")
+	location := fs.String("location", "", "location of the primary in the graph (with --nats)")
+	var af agentFlags
+	af.register(fs)
 	var sof soFlags // shared objects and RPC (so.go)
 	sof.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -64,6 +68,13 @@ func runPrimary(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopSO()
+	conn, err := af.start(ctx, n, *id, *location, nil, log)
+	if err != nil {
+		return err
+	}
+	if conn != nil {
+		announceStreams(ctx, conn, in, log)
+	}
 	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Publish: in.Publish, Messages: sos.Message, Grace: cfg.RTMP.Grace, Log: log})
 	log.Info("primary listening", "rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String())
 	return n.run(ctx, sos.Wrap(h))

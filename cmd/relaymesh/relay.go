@@ -24,6 +24,8 @@ func runRelay(ctx context.Context, args []string) error {
 	location := fs.String("location", "", "location of this relay in the graph")
 	upstream := fs.String("upstream", "", "rtmp://HOST:PORT of the primary or a parent relay (required)")
 	linger := fs.Duration("linger", 0, "keep pulling a stream this long after its last viewer (default 30s)")
+	var af agentFlags
+	af.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,5 +76,8 @@ func runRelay(ctx context.Context, args []string) error {
 	}
 	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Messages: sor.Message, Grace: cfg.RTMP.Grace, Log: log})
 	log.Info("relay listening", "rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String(), "upstream", cfg.Relay.Upstream, "location", cfg.Relay.Location)
+	if _, err := af.start(ctx, n, cfg.Relay.ID, cfg.Relay.Location, upstreamPuller{Upstream: up, also: sor.SetUpstream}, log); err != nil {
+		return err
+	}
 	return n.run(ctx, sor.Wrap(h))
 }
