@@ -23,6 +23,7 @@ type Peer struct {
 	amf3    bool // the client uses AMF3 object encoding: shared objects go as type 16
 	limiter *rate.Limiter
 	calls   atomic.Int32 // calls running for this peer
+	flooded atomic.Bool  // closed for flooding: said once
 	// State belongs to the layer that registered the peer.
 	State any
 }
@@ -37,6 +38,9 @@ func (p *Peer) Send(m rtmp.Message) error { return p.Session.Conn.Send(m) }
 func (p *Peer) Allow(log *slog.Logger) bool {
 	if p.limiter == nil || p.limiter.Allow() {
 		return true
+	}
+	if p.flooded.Swap(true) {
+		return false // already told and closing; what it still sends is dropped
 	}
 	log.Warn("closing a flooding client", "client", p.Name, "scope", p.Scope)
 	_ = p.Send(rtmp.StatusMessage(0, rtmp.Status{Level: "error", Code: CodeClosed, Description: "too many requests"}))
