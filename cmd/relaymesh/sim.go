@@ -21,7 +21,7 @@ func init() {
 func runSim(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: relaymesh sim --scenario FILE [--json] [--scale F] [--seed N]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: relaymesh sim --scenario FILE [--json] [--report out.html] [--scale F] [--seed N]\n\n"+
 			"Runs the topology code (distance tables, placement, demand bonus, scaling)\n"+
 			"against a scenario on a virtual clock and prints a summary.\n\n")
 		fs.PrintDefaults()
@@ -32,6 +32,7 @@ func runSim(ctx context.Context, args []string) error {
 	seed := fs.Uint64("seed", 0, "random seed (0: the scenario's)")
 	logLevel := fs.String("log-level", "warn", "log level: debug shows every scaling decision")
 	quiet := fs.Bool("quiet", false, "no progress line on stderr")
+	report := fs.String("report", "", "also write an HTML report with charts (viewers and servers per region over time, utilisation) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -48,6 +49,9 @@ func runSim(ctx context.Context, args []string) error {
 		return err
 	}
 	opt := sim.Options{Scale: *scale, Seed: *seed, Logger: log}
+	if *report != "" {
+		opt.Timeline = &sim.Timeline{}
+	}
 	progress := false
 	if !*quiet {
 		opt.Progress = func(p sim.Progress) {
@@ -61,6 +65,19 @@ func runSim(ctx context.Context, args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if *report != "" {
+		f, err := os.Create(*report)
+		if err != nil {
+			return err
+		}
+		if err := sim.WriteHTML(f, sum, opt.Timeline); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)

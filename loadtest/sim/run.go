@@ -26,6 +26,9 @@ type Options struct {
 	Progress func(Progress)
 	// Logger receives every scaling decision at debug level. Default: none.
 	Logger *slog.Logger
+	// Timeline, when set, receives a sample of the mesh per region at every
+	// sample interval (for the HTML report).
+	Timeline *Timeline
 }
 
 // Progress is a snapshot of a running simulation.
@@ -213,6 +216,9 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		if i%sampleEvery == 0 {
 			r.sample(now)
+			if r.opt.Timeline != nil {
+				r.opt.Timeline.record(r, t.Seconds())
+			}
 		}
 		r.stats(dt)
 	}
