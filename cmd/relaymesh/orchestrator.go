@@ -142,6 +142,7 @@ func runOrchestrator(ctx context.Context, args []string) error {
 	tokenSecret := fs.String("token-secret", "", "key that signs sticky tokens; share it between redirectors (default random)")
 	threshold := fs.Float64("threshold", 0, "demand bonus that opens a relay (default 50)")
 	devIP := fs.Bool("dev-ip", false, "honour ?ip=ADDR on /play (development only)")
+	overflow := fs.String("overflow-url", "", "external CDN URL prefix for HLS/DASH viewers when every server is full (e.g. https://cdn.example.net)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -172,7 +173,7 @@ func runOrchestrator(ctx context.Context, args []string) error {
 		return err
 	}
 	return runControlPlane(ctx, controlPlane{graph: g, geo: db, conn: conn, ln: ln, id: *id, trusted: tp,
-		tokenKey: []byte(*tokenSecret), threshold: *threshold, devIP: *devIP, log: log})
+		tokenKey: []byte(*tokenSecret), threshold: *threshold, devIP: *devIP, overflowURL: *overflow, log: log})
 }
 
 // controlPlane is an orchestrator with its redirector on one HTTP listener.
@@ -186,7 +187,9 @@ type controlPlane struct {
 	tokenKey  []byte
 	threshold float64
 	devIP     bool
-	log       *slog.Logger
+	// overflowURL: HLS/DASH viewers spill here when every server is full.
+	overflowURL string
+	log         *slog.Logger
 }
 
 func runControlPlane(ctx context.Context, cp controlPlane) error {
@@ -195,7 +198,7 @@ func runControlPlane(ctx context.Context, cp controlPlane) error {
 		return err
 	}
 	r, err := redirector.New(redirector.Config{ID: cp.id, Graph: cp.graph, Geo: cp.geo, TokenKey: cp.tokenKey,
-		TrustedProxies: cp.trusted, DevIP: cp.devIP, Bonus: bonusAdapter(o)}, cp.conn, cp.log)
+		TrustedProxies: cp.trusted, DevIP: cp.devIP, Bonus: bonusAdapter(o), OverflowURL: cp.overflowURL}, cp.conn, cp.log)
 	if err != nil {
 		return err
 	}

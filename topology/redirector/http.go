@@ -161,6 +161,21 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 	if v != graph.NoVertex {
 		r.noteDemand(stream, v, res.Nearest)
 	}
+	if res.Server == placement.NoServer && r.cfg.OverflowURL != "" && proto != "rtmp" {
+		path := "/hls/" + app + "/" + name + "/index.m3u8"
+		if proto == "dash" {
+			path = "/dash/" + app + "/" + name + "/manifest.mpd"
+		}
+		target := strings.TrimRight(r.cfg.OverflowURL, "/") + path
+		w.Header().Set("Cache-Control", "no-store")
+		if strings.Contains(req.Header.Get("Accept"), "application/json") {
+			writeJSON(w, http.StatusOK, Choice{Relay: "overflow", Distance: -1, Reason: "every server is at capacity: external CDN",
+				URL: target, Viewer: viewerLoc})
+			return
+		}
+		http.Redirect(w, req, target, http.StatusFound)
+		return
+	}
 	if res.Server == placement.NoServer {
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "all servers are full, retry later", http.StatusServiceUnavailable)

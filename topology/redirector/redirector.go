@@ -61,6 +61,12 @@ type Config struct {
 	Placement placement.Config
 	// Bonus optionally reports the orchestrator's demand bonuses.
 	Bonus func() []BonusInfo
+	// OverflowURL is an external CDN's URL prefix (e.g.
+	// "https://cdn.example.net"): when every server that could take an HLS
+	// or DASH viewer is full, the viewer is sent to OverflowURL + the same
+	// path (/hls/APP/NAME/index.m3u8, /dash/APP/NAME/manifest.mpd) instead
+	// of being told to retry later. RTMP viewers cannot spill over.
+	OverflowURL string
 }
 
 type relayState struct {
