@@ -50,9 +50,10 @@ func (p upstreamPuller) SetURL(raw string) error {
 	return nil
 }
 
-// start runs the agent in the background when --nats was given. The data
-// plane never waits for it: connecting retries forever and a missing bus
-// only means no status reports.
+// start runs the agent in the background when --nats was given and returns
+// its bus connection, which the caller closes last (after persistent shared
+// objects are saved). The data plane never waits for it: connecting retries
+// forever and a missing bus only means no status reports.
 func (a *agentFlags) start(ctx context.Context, n *node, id, location string, puller agent.Puller, log *slog.Logger) (*bus.Conn, error) {
 	if a.urls == "" {
 		return nil, nil
@@ -76,7 +77,6 @@ func (a *agentFlags) start(ctx context.Context, n *node, id, location string, pu
 		return nil, err
 	}
 	go func() {
-		defer conn.Close()
 		if err := ag.Run(ctx); err != nil {
 			log.Warn("agent stopped", "err", err)
 		}

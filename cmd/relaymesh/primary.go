@@ -63,18 +63,19 @@ func runPrimary(ctx context.Context, args []string) error {
 		Auth:     ingest.Auth{Keys: cfg.Publish.Keys, TokenSecret: cfg.Publish.TokenSecret, Open: cfg.Publish.Open},
 		Takeover: cfg.Publish.Takeover,
 	}, n.hubs, log)
-	sos, stopSO, err := sof.primary(n, log)
-	if err != nil {
-		return err
-	}
-	defer stopSO()
 	conn, err := af.start(ctx, n, *id, *location, nil, log)
 	if err != nil {
 		return err
 	}
 	if conn != nil {
+		defer conn.Close() // after stopSO (deferred below) saved the objects
 		announceStreams(ctx, conn, in, log)
 	}
+	sos, stopSO, err := sof.primary(n, log, conn)
+	if err != nil {
+		return err
+	}
+	defer stopSO()
 	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Publish: in.Publish, Messages: sos.Message, Grace: cfg.RTMP.Grace, Log: log})
 	log.Info("primary listening", "rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String())
 	return n.run(ctx, sos.Wrap(h))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/relaymesh/relaymesh/internal/bus"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -45,10 +46,29 @@ func (f *soFlags) register(fs *flag.FlagSet) {
 
 // primary starts the primary's shared-object and RPC layer, mounts its HTTP
 // API, and returns it with a stop function that saves persistent objects.
-func (f *soFlags) primary(n *node, log *slog.Logger) (*rpc.Server, func(), error) {
-	store, err := sharedobjects.NewFileStore(f.data)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--data: %w", err)
+//
+// Persistent objects live in the bus's key-value bucket when the primary is
+// on NATS (conn not nil and the bucket reachable), in files under --data
+// otherwise.
+func (f *soFlags) primary(n *node, log *slog.Logger, conn *bus.Conn) (*rpc.Server, func(), error) {
+	var store sharedobjects.Store
+	if conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		kv, err := conn.SharedObjectsBucket(ctx)
+		cancel()
+		if err == nil {
+			store = &sharedobjects.KVStore{KV: kv}
+			log.Info("persistent shared objects in the bus", "bucket", bus.BucketSharedObjects)
+		} else {
+			log.Warn("shared-object bucket unreachable: keeping persistent objects in files", "dir", f.data, "err", err)
+		}
+	}
+	if store == nil {
+		fs, err := sharedobjects.NewFileStore(f.data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--data: %w", err)
+		}
+		store = fs
 	}
 	hooks := map[string]string{}
 	for _, kv := range f.webhooks {

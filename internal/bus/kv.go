@@ -14,7 +14,9 @@ const (
 	BucketRelays     = "relaymesh_" + Version + "_relays"
 	BucketPlacements = "relaymesh_" + Version + "_placements"
 	BucketLeader     = "relaymesh_" + Version + "_leader"
-	LeaderKey        = "leader"
+	// BucketSharedObjects holds the primary's persistent shared objects.
+	BucketSharedObjects = "relaymesh_" + Version + "_sharedobjects"
+	LeaderKey           = "leader"
 )
 
 // Default TTLs of the buckets.
@@ -77,4 +79,11 @@ func (c *Conn) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstr
 		return nil, fmt.Errorf("bus: create bucket %s: %w", cfg.Bucket, err)
 	}
 	return kv, nil
+}
+
+// SharedObjectsBucket creates (if needed) and opens the bucket of persistent
+// shared objects: no TTL, one revision per key.
+func (c *Conn) SharedObjectsBucket(ctx context.Context) (jetstream.KeyValue, error) {
+	return c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketSharedObjects, History: 1,
+		Description: "persistent shared objects, one key per application scope and object"})
 }
