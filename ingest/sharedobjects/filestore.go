@@ -38,6 +38,33 @@ type fileObject struct {
 	Slots   map[string][]byte `json:"slots"` // AMF0 bytes, base64 in JSON
 }
 
+// objectOf encodes a snapshot for storage: slot values as AMF0 bytes, so
+// that every value round-trips exactly.
+func objectOf(scope, name string, snap Snapshot) (fileObject, error) {
+	o := fileObject{Version: snap.Version, Slots: make(map[string][]byte, len(snap.Slots))}
+	for k, v := range snap.Slots {
+		raw, err := sharedobject.AppendValue(nil, v)
+		if err != nil {
+			return o, fmt.Errorf("shared-object store: %s/%s slot %q: %w", scope, name, k, err)
+		}
+		o.Slots[k] = raw
+	}
+	return o, nil
+}
+
+// snapshot decodes a stored object.
+func (o fileObject) snapshot(scope, name string) (Snapshot, error) {
+	snap := Snapshot{Version: o.Version, Slots: make(map[string]any, len(o.Slots))}
+	for k, raw := range o.Slots {
+		v, err := sharedobject.DecodeValue(raw)
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("shared-object store: %s/%s slot %q: %w", scope, name, k, err)
+		}
+		snap.Slots[k] = v
+	}
+	return snap, nil
+}
+
 // NewFileStore returns a FileStore in dir, creating dir if needed.
 func NewFileStore(dir string) (*FileStore, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -110,26 +137,18 @@ func (s *FileStore) Load(scope, name string) (Snapshot, bool, error) {
 	if !ok {
 		return Snapshot{}, false, nil
 	}
-	snap := Snapshot{Version: o.Version, Slots: make(map[string]any, len(o.Slots))}
-	for k, raw := range o.Slots {
-		v, err := sharedobject.DecodeValue(raw)
-		if err != nil {
-			return Snapshot{}, false, fmt.Errorf("shared-object store: %s/%s slot %q: %w", scope, name, k, err)
-		}
-		snap.Slots[k] = v
+	snap, err := o.snapshot(scope, name)
+	if err != nil {
+		return Snapshot{}, false, err
 	}
 	return snap, true, nil
 }
 
 // Save implements Store.
 func (s *FileStore) Save(scope, name string, snap Snapshot) error {
-	o := fileObject{Version: snap.Version, Slots: make(map[string][]byte, len(snap.Slots))}
-	for k, v := range snap.Slots {
-		raw, err := sharedobject.AppendValue(nil, v)
-		if err != nil {
-			return fmt.Errorf("shared-object store: %s/%s slot %q: %w", scope, name, k, err)
-		}
-		o.Slots[k] = raw
+	o, err := objectOf(scope, name, snap)
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/relaymesh/relaymesh/internal/sharedobject"
 )
 
 // KVStore keeps persistent shared objects in a JetStream key-value bucket,
@@ -52,26 +51,18 @@ func (s *KVStore) Load(scope, name string) (Snapshot, bool, error) {
 	if err := json.Unmarshal(e.Value(), &o); err != nil {
 		return Snapshot{}, false, fmt.Errorf("shared-object store: %s/%s: %w", scope, name, err)
 	}
-	snap := Snapshot{Version: o.Version, Slots: make(map[string]any, len(o.Slots))}
-	for k, raw := range o.Slots {
-		v, err := sharedobject.DecodeValue(raw)
-		if err != nil {
-			return Snapshot{}, false, fmt.Errorf("shared-object store: %s/%s slot %q: %w", scope, name, k, err)
-		}
-		snap.Slots[k] = v
+	snap, err := o.snapshot(scope, name)
+	if err != nil {
+		return Snapshot{}, false, err
 	}
 	return snap, true, nil
 }
 
 // Save implements Store.
 func (s *KVStore) Save(scope, name string, snap Snapshot) error {
-	o := fileObject{Version: snap.Version, Slots: make(map[string][]byte, len(snap.Slots))}
-	for k, v := range snap.Slots {
-		raw, err := sharedobject.AppendValue(nil, v)
-		if err != nil {
-			return fmt.Errorf("shared-object store: %s/%s slot %q: %w", scope, name, k, err)
-		}
-		o.Slots[k] = raw
+	o, err := objectOf(scope, name, snap)
+	if err != nil {
+		return err
 	}
 	data, err := json.Marshal(o)
 	if err != nil {
