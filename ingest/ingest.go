@@ -49,12 +49,12 @@ func (in *Ingest) Publish(ctx context.Context, s *rtmp.Session, req *rtmp.Stream
 		in.mu.Unlock()
 		return nil, rtmp.Status{Level: "error", Code: rtmp.CodePublishBadName, Description: key + " is already being published"}
 	}
-	p := &publisher{in: in, key: key, app: req.App, name: req.Name, session: s}
+	p := &publisher{in: in, key: key, app: req.App, name: req.Name, session: s, streamID: req.StreamID}
 	in.live[key] = p
 	in.mu.Unlock()
 	if old != nil {
 		in.log.Info("publisher taken over", "stream", key, "old", old.session.RemoteAddr(), "new", s.RemoteAddr())
-		old.session.Conn.Send(rtmp.StatusMessage(req.StreamID, rtmp.Status{Level: "error", Code: rtmp.CodePublishBadName, Description: "another publisher took over " + key}))
+		old.session.Conn.Send(rtmp.StatusMessage(old.streamID, rtmp.Status{Level: "error", Code: rtmp.CodePublishBadName, Description: "another publisher took over " + key}))
 		old.session.Conn.CloseAfterFlush(rtmp.ErrClosed)
 		old.Close()
 	}
@@ -83,6 +83,7 @@ type publisher struct {
 	key       string
 	app, name string
 	session   *rtmp.Session
+	streamID  uint32 // the message stream it publishes on
 	hub       *hub.Hub
 	once      sync.Once
 }

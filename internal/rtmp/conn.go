@@ -226,6 +226,9 @@ func (c *Conn) handshake(server bool) error {
 // RemoteAddr is the peer's address.
 func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
 
+// LocalAddr is this end's address.
+func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }
+
 // Notify is the channel media sources signal when frames are pending.
 func (c *Conn) Notify() chan struct{} { return c.notify }
 
