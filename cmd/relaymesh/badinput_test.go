@@ -120,6 +120,32 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 
+	t.Run("idle publisher", func(t *testing.T) {
+		cc, err := rtmp.Dial(context.Background(), rtmp.URL{Host: n.rtmp, App: "live"}, rtmp.ConnConfig{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close(nil)
+		if _, err := cc.Publish(context.Background(), "cam?key=s3cret"); err != nil {
+			t.Fatal(err)
+		}
+		// Nothing more is sent: idle_timeout (3s here) closes it.
+		done := make(chan error, 1)
+		go func() {
+			for {
+				if _, err := cc.ReadMessage(); err != nil {
+					done <- err
+					return
+				}
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(8 * time.Second):
+			t.Fatal("an idle publisher was not closed")
+		}
+	})
+
 	t.Run("not an RTMP handshake", func(t *testing.T) {
 		nc, err := net.Dial("tcp", n.rtmp)
 		if err != nil {
