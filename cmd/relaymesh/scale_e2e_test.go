@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relaymesh/relaymesh/geo"
+	"github.com/relaymesh/relaymesh/ingest"
+	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/loadtest/swarm"
+	"github.com/relaymesh/relaymesh/relay"
+	"github.com/relaymesh/relaymesh/topology/demand"
+	"github.com/relaymesh/relaymesh/topology/graph"
+	"github.com/relaymesh/relaymesh/topology/orchestrator"
+	"github.com/relaymesh/relaymesh/topology/redirector"
+	"github.com/relaymesh/relaymesh/topology/scaling"
+)
+
+// scaleServers: the primary in Europe and two small relays in North
+// America, so that a crowd there needs both.
+const scaleServers = `servers:
+  - {id: primary, location: eu, role: primary, rtmp: "127.0.0.1:1935", http: "127.0.0.1:8080", capacity_viewers: 200, capacity_mbps: 1000}
+  - {id: relay-na1, location: na, rtmp: "127.0.0.1:1937", http: "127.0.0.1:8082", capacity_viewers: 10, capacity_mbps: 100}
+  - {id: relay-na2, location: na, rtmp: "127.0.0.1:1938", http: "127.0.0.1:8083", capacity_viewers: 10, capacity_mbps: 100}
+`
+
+// scaleConfig: short holds and lifetimes, so scale-in happens in seconds.
+var scaleConfig = scaling.Config{Hold: time.Second, MinLifetime: time.Second, Horizon: 2 * time.Second,
+	Window: 4, DrainTimeout: 3 * time.Second}
+
+// startScaleMesh is startTestMesh on the scaleServers graph.
+func startScaleMesh(t *testing.T) *testMesh {
+	t.Helper()
+	level := slog.LevelWarn
+	if os.Getenv("RELAYMESH_TEST_LOG") == "debug" {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	f, err := graph.Parse("scale.yaml", []byte(scaleServers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.World(f.Servers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := geo.OpenDefault()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nats, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &testMesh{t: t, log: log, graph: g, geo: db, nats: nats, stops: map[string]func(){}}
+	t.Cleanup(func() {
+		for _, f := range m.stops {
+			f()
+		}
+		m.stopNATS()
+	})
+	ps := g.Servers()[g.Primary()]
+	pn, err := devNode(ps, log.With("role", "primary"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := ingest.New(ingest.Config{Auth: ingest.Auth{Open: true}}, pn.hubs, pn.log)
+	ph := relay.NewHandler(relay.Options{Hubs: pn.hubs, Publish: in.Publish, Grace: pn.cfg.RTMP.Grace, Log: pn.log})
+	m.primary = pn.rtmpLn.Addr().String()
+	m.startServer(ps, pn, ph, nil)
+	for _, s := range g.Servers() {
+		if s.Role == graph.RolePrimary {
+			continue
+		}
+		n, err := devNode(s, log.With("relay", s.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		up, err := relay.NewUpstream(ctx, relay.UpstreamConfig{URL: "rtmp://" + m.primary, RelayID: s.ID, Conn: connConfig(n.cfg.RTMP)}, n.hubs, n.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Grace: n.cfg.RTMP.Grace, Log: n.log})
+		m.startServer(s, n, h, up)
+	}
+	return m
+}
+
+// startScaleControl is startControl with scaleConfig.
+func (m *testMesh) startScaleControl(ctx context.Context, id string) *testControl {
+	m.t.Helper()
+	conn := m.connect(id)
+	o, err := orchestrator.New(orchestrator.Config{ID: id, Graph: m.graph, Demand: demand.Config{Threshold: 1},
+		Scaling: scaleConfig, Interval: testInterval, Buckets: testBuckets}, conn, m.log)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	r, err := redirector.New(redirector.Config{ID: id, Graph: m.graph, Geo: m.geo, DevIP: true, TokenKey: []byte("test-secret"),
+		DemandInterval: testInterval, StatusTTL: testBuckets.StatusTTL, Bonus: bonusAdapter(o)}, conn, m.log)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.run(id, func(ctx context.Context) error {
+		defer conn.Close()
+		var wg sync.WaitGroup
+		errs := make([]error, 3)
+		for i, f := range []func() error{
+			func() error { return o.Run(ctx) },
+			func() error { return r.Run(ctx) },
+			func() error { return serveHTTP(ctx, ln, r.Handler()) },
+		} {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = f() }()
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	})
+	return &testControl{o: o, web: rdClient{t: m.t, ctx: ctx, web: "http://" + ln.Addr().String()}}
+}
+
+// hasDecision reports whether o took a decision with action on server
+// (any server when empty) whose reason contains why.
+func hasDecision(o *orchestrator.Orchestrator, action, server, why string) bool {
+	return slices.ContainsFunc(o.Decisions(), func(d orchestrator.Decision) bool {
+		return d.Action == action && (server == "" || d.Server == server) && strings.Contains(d.Reason, why)
+	})
+}
+
+// swarmChosen asks the redirector n times where a viewer at ip plays
+// stream and starts a swarm per answer for d; it returns the reports by
+// relay.
+func swarmChosen(ctx context.Context, c rdClient, stream, ip string, n int, d time.Duration) map[string][]<-chan *swarm.Report {
+	out := map[string][]<-chan *swarm.Report{}
+	for range n {
+		ch := c.choose(stream, ip)
+		out[ch.Relay] = append(out[ch.Relay], startSwarm(ctx, ch.URL, 1, d))
+	}
+	return out
+}
+
+// TestScaleOutAndIn: a stream opens on one of two small relays in North
+// America (capacity 10); once its viewers pass the high watermark (8) the
+// orchestrator opens the sibling at the same location and later viewers
+// land on it; after everyone leaves and the hold time passes, relays are
+// drained and closed.
+func TestScaleOutAndIn(t *testing.T) {
+	requireTool(t, "ffmpeg")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	m := startScaleMesh(t)
+	ctl := m.startScaleControl(ctx, "orch")
+	waitFor(t, "the orchestrator leads", 10*time.Second, ctl.o.Leader)
+	c := ctl.web
+	mv := c.waitRelaysUp(2)
+	const stream = "live/scale"
+	startPublisher(t, "rtmp://"+m.primary+"/"+stream, 40*time.Second, 400)
+	waitLiveAt(t, mv.Primary.HTTPURL, stream)
+
+	// Demand from North America opens the stream on one relay there.
+	waitFor(t, "a relay in North America to open", 20*time.Second, func() bool {
+		c.choose(stream, ipUS)
+		mv = c.mesh()
+		return len(carriers(mv, stream)) >= 1
+	})
+	first := carriers(mv, stream)[0]
+	relayHTTP := map[string]string{}
+	for _, r := range mv.Relays {
+		relayHTTP[r.ID] = r.HTTPURL
+	}
+	if len(carriers(mv, stream)) != 1 || !strings.HasPrefix(first, "relay-na") {
+		t.Fatalf("carriers after demand: %v", carriers(mv, stream))
+	}
+	sibling := "relay-na1"
+	if first == sibling {
+		sibling = "relay-na2"
+	}
+
+	// Nine viewers, above the high watermark of 8, play from it.
+	wave1 := swarmChosen(ctx, c, stream, ipUS, 9, 10*time.Second)
+	if len(wave1[first]) < 9 {
+		t.Fatalf("first wave placed %v, want all 9 on %s", keysOf(wave1), first)
+	}
+	waitFor(t, "9 viewers on "+first, 10*time.Second, func() bool { return relayViewers(t, relayHTTP[first], stream) >= 9 })
+
+	// The orchestrator opens the sibling; the redirector sends viewers there.
+	waitFor(t, sibling+" to open", 15*time.Second, func() bool {
+		return slices.Contains(carriers(c.mesh(), stream), sibling)
+	})
+	if !hasDecision(ctl.o, "open", sibling, "high watermark") {
+		t.Errorf("no scaling decision opened %s: %+v", sibling, ctl.o.Decisions())
+	}
+	wave2 := swarmChosen(ctx, c, stream, ipUS, 4, 4*time.Second)
+	if len(wave2[sibling]) == 0 {
+		t.Fatalf("second wave placed %v, none on %s", keysOf(wave2), sibling)
+	}
+	waitFor(t, "viewers on "+sibling, 10*time.Second, func() bool { return relayViewers(t, relayHTTP[sibling], stream) >= 1 })
+	for relayID, chs := range wave2 {
+		for _, ch := range chs {
+			checkPlayed(t, "second wave on "+relayID, <-ch, 20)
+		}
+	}
+	for _, ch := range wave1[first] {
+		checkPlayed(t, "first wave on "+first, <-ch, 100)
+	}
+
+	// Everyone has left: after the hold time relays drain and close.
+	waitFor(t, "a relay to be drained and closed", 20*time.Second, func() bool {
+		return hasDecision(ctl.o, "drain", "", "below the low watermark") && hasDecision(ctl.o, "close", "", "")
+	})
+	waitFor(t, "fewer than two carriers", 10*time.Second, func() bool { return len(carriers(c.mesh(), stream)) < 2 })
+	for _, d := range ctl.o.Decisions() {
+		t.Logf("%s %s %s: %s", d.Action, d.Server, d.Name, d.Reason)
+	}
+}
+
+func keysOf[V any](m map[string]V) map[string]int {
+	out := map[string]int{}
+	for k := range m {
+		out[k]++
+	}
+	return out
+}
