@@ -97,5 +97,13 @@ func (v *videoFilter) keep(f *av.Frame) bool {
 	return !v.dropping
 }
 
+// warmingUp reports whether lite keeps the current GOP whole only because it
+// has no GOP length to halve yet (the first GOP after a reset, as long as no
+// disposable frame was seen in it): what it keeps then is full's size, not
+// lite's.
+func (v *videoFilter) warmingUp() bool {
+	return v.r == Lite && v.gopStarted && v.lastGOP == 0 && !v.sawDisp
+}
+
 // reset forgets the GOP history (a new publishing session).
 func (v *videoFilter) reset() { *v = videoFilter{r: v.r} }

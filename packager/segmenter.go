@@ -62,6 +62,9 @@ type trackSeg struct {
 	start    uint64 // decode time of the first sample, track timescale
 	hasStart bool
 	dur      uint64 // sum of the sample durations, track timescale
+	// warmup: lite kept GOPs of this segment whole because it did not know
+	// a GOP length yet (see videoFilter.warmingUp); its size is not lite's.
+	warmup bool
 }
 
 // segment is a media segment of every rendition, cut at a keyframe.
@@ -217,6 +220,9 @@ func (s *segmenter) pushVideo(f *av.Frame) {
 			continue
 		}
 		kept = true
+		if t.filter.warmingUp() {
+			s.cur.tracks[trackIndex(s.sess, t)].warmup = true
+		}
 		s.addVideo(t, dts, f, data)
 		if s.cur.ts[r] != nil {
 			s.writeTSVideo(r, dts, f)
@@ -551,7 +557,10 @@ func (s *segmenter) find(sid string, msn uint64) *segment {
 }
 
 // bandwidth returns the peak and average bits per second of a track over the
-// complete segments kept.
+// listed segments. Segments that lite kept whole while it had no GOP length
+// to halve (the first GOP of a session or after a publisher returned) are
+// left out while other segments are listed: they measure full, not lite, and
+// a player would skip lite for them.
 func (s *segmenter) bandwidth(t *track) (peak, avg int) {
 	if s.sess == nil {
 		return 0, 0
@@ -560,9 +569,20 @@ func (s *segmenter) bandwidth(t *track) (peak, avg int) {
 	if i < 0 {
 		return 0, 0
 	}
+	segs := s.complete()
+	peak, avg, ok := rate(segs, s.sess, i, false)
+	if !ok {
+		peak, avg, _ = rate(segs, s.sess, i, true)
+	}
+	return peak, avg
+}
+
+// rate measures track i of sess over segs, with or without the warmup
+// segments; ok is false when no segment counted.
+func rate(segs []*segment, sess *session, i int, warmup bool) (peak, avg int, ok bool) {
 	var bytes, ms int64
-	for _, seg := range s.segs {
-		if !seg.done || seg.sess != s.sess || seg.dur <= 0 {
+	for _, seg := range segs {
+		if !seg.done || seg.sess != sess || seg.dur <= 0 || (seg.tracks[i].warmup && !warmup) {
 			continue
 		}
 		b := int64(len(seg.tracks[i].data))
@@ -572,8 +592,8 @@ func (s *segmenter) bandwidth(t *track) (peak, avg int) {
 		bytes += b
 		ms += seg.dur
 	}
-	if ms > 0 {
-		avg = int(bytes * 8000 / ms)
+	if ms == 0 {
+		return 0, 0, false
 	}
-	return peak, avg
+	return peak, int(bytes * 8000 / ms), true
 }

@@ -212,3 +212,80 @@ func FuzzSegmenter(f *testing.F) {
 		s.push(av.NewEvent(av.EventUnpublish, ts+2040))
 	})
 }
+
+// noBFrameGOPs returns n GOPs of 2 s at 25 fps without disposable frames
+// (I P P P …, every frame the same size) and AAC audio, from ms start.
+func noBFrameGOPs(start uint32, n int, withHeaders bool) []*av.Frame {
+	var out []*av.Frame
+	if withHeaders {
+		out = append(out, video(start, testAVCSeq), audio(start, testAACSeq))
+	}
+	aNext := float64(start)
+	for i := 0; i < n*50; i++ {
+		ts := start + uint32(i*40)
+		for aNext <= float64(ts) {
+			out = append(out, audio(uint32(aNext), aacFrame(200)))
+			aNext += 1024 * 1000 / 44100.0
+		}
+		if i%50 == 0 {
+			out = append(out, video(ts, keyframe(4000)))
+		} else {
+			out = append(out, video(ts, interframe(4000)))
+		}
+	}
+	return out
+}
+
+// TestLiteBandwidthWithoutBFrames: for a stream without disposable frames,
+// lite keeps the first GOP whole (no GOP length known yet) and half of every
+// later one. That first segment must not set lite's peak: it measured full's
+// bandwidth for as long as the segment was kept (issue 3).
+func TestLiteBandwidthWithoutBFrames(t *testing.T) {
+	s := testSegmenter(true, false)
+	for _, f := range noBFrameGOPs(0, 5, true) {
+		s.push(f)
+	}
+	if segs := s.complete(); len(segs) != 4 || !segs[0].tracks[1].warmup || segs[1].tracks[1].warmup {
+		t.Fatalf("%d complete segments; the first is lite's warmup, the others not", len(segs))
+	}
+	sess := s.sess
+	full, fullAvg := s.bandwidth(sess.byRend[Full])
+	lite, liteAvg := s.bandwidth(sess.byRend[Lite])
+	// Every frame is 4000 bytes: full ~400 kbit/s of samples, lite half.
+	for _, r := range []struct {
+		name       string
+		full, lite int
+	}{{"peak", full, lite}, {"average", fullAvg, liteAvg}} {
+		if ratio := float64(r.lite) / float64(r.full); ratio < 0.45 || ratio > 0.6 {
+			t.Errorf("%s: lite %d is %.2f of full %d, want about half", r.name, r.lite, ratio, r.full)
+		}
+	}
+
+	// With only the warmup segment listed, its measure is all there is.
+	s2 := testSegmenter(false, false)
+	for _, f := range noBFrameGOPs(0, 2, true) {
+		s2.push(f)
+	}
+	if l, _ := s2.bandwidth(s2.sess.byRend[Lite]); l == 0 {
+		t.Fatal("lite has no bandwidth with only its warmup segment")
+	}
+}
+
+// TestBandwidthOverListedSegments: the measure covers the listed segments
+// (SegmentCount), not the older ones kept for late readers.
+func TestBandwidthOverListedSegments(t *testing.T) {
+	s := testSegmenter(false, false) // lists 7, keeps 10
+	for _, f := range noBFrameGOPs(0, 11, true) {
+		s.push(f)
+	}
+	// Make the oldest kept (unlisted) full segment look huge.
+	if len(s.segs) != 11 || len(s.complete()) != 7 {
+		t.Fatalf("%d kept, %d listed", len(s.segs), len(s.complete()))
+	}
+	before, _ := s.bandwidth(s.sess.byRend[Full])
+	old := s.segs[0].tracks[0]
+	old.data = append(old.data, make([]byte, 1<<20)...)
+	if after, _ := s.bandwidth(s.sess.byRend[Full]); after != before {
+		t.Fatalf("an unlisted segment changed the peak: %d -> %d", before, after)
+	}
+}
