@@ -5,6 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"log/slog"
 	"net"
 	"net/http"
@@ -209,6 +212,11 @@ func runControlPlane(ctx context.Context, cp controlPlane) error {
 	mux := http.NewServeMux()
 	r.Mount(mux)
 	d.Mount(mux)
+	// Prometheus: decisions, commands, lease changes, redirects.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		o.Collector(), r.Collector())
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i, f := range []func() error{

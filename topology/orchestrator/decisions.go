@@ -55,6 +55,7 @@ func (o *Orchestrator) Decisions() []Decision { return o.decisions.list() }
 
 // note records a decision about stream s (nil for none) on server srv.
 func (st *state) note(action string, s *stream, srv int, reason string) {
+	st.o.counters.decision(action)
 	d := Decision{Time: time.Now().UTC(), Action: action, Server: st.g.Servers()[srv].ID, Reason: reason}
 	if s != nil {
 		d.App, d.Name = s.app, s.name

@@ -95,6 +95,7 @@ type Orchestrator struct {
 	terms  atomic.Uint64
 
 	decisions decisionLog
+	counters  counters
 }
 
 // New returns an orchestrator; Run starts it.

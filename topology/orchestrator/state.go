@@ -190,6 +190,7 @@ func (st *state) startWorkers(ctx context.Context, wg *sync.WaitGroup) {
 					cctx, cancel := context.WithTimeout(ctx, st.o.cfg.CommandTimeout)
 					_, err := st.o.conn.Request(cctx, st.g.Servers()[c.server].ID, c.cmd)
 					cancel()
+					st.o.counters.command(c.cmd.Op, err)
 					select {
 					case st.results <- result{c, err}:
 					case <-ctx.Done():

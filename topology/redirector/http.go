@@ -167,6 +167,7 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 			path = "/dash/" + app + "/" + name + "/manifest.mpd"
 		}
 		target := strings.TrimRight(r.cfg.OverflowURL, "/") + path
+		r.answers.overflow.Add(1)
 		w.Header().Set("Cache-Control", "no-store")
 		if strings.Contains(req.Header.Get("Accept"), "application/json") {
 			writeJSON(w, http.StatusOK, Choice{Relay: "overflow", Distance: -1, Reason: "every server is at capacity: external CDN",
@@ -177,6 +178,7 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if res.Server == placement.NoServer {
+		r.answers.full.Add(1)
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "all servers are full, retry later", http.StatusServiceUnavailable)
 		return
@@ -184,6 +186,7 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 	if known {
 		r.mesh.AddViewers(res.Server, sid, 1)
 	}
+	r.answers.placed(res.Reason)
 	srv := r.mesh.Server(res.Server)
 	rtmpAddr, httpAddr := r.addrs(res.Server)
 	var target string

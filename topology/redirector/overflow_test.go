@@ -1,6 +1,7 @@
 package redirector
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"net/http"
 	"testing"
 
@@ -34,5 +35,37 @@ func TestOverflowToCDN(t *testing.T) {
 		if w := get(t, h, "/play/live/big?proto=rtmp&ip=198.51.100.7", nil); w.Code != http.StatusServiceUnavailable {
 			t.Fatalf("rtmp when full: %d", w.Code)
 		}
+	}
+}
+
+// The /play answers are counted for Prometheus.
+func TestAnswerMetrics(t *testing.T) {
+	r := newTest(t, nil, Config{DevIP: true, OverflowURL: "https://cdn.example.net"})
+	h := r.Handler()
+	get(t, h, "/play/live/x?proto=rtmp&ip=198.51.100.7", nil)
+	m := r.Mesh()
+	if _, err := m.AddStream("live/big", 2.5); err != nil {
+		t.Fatal(err)
+	}
+	for i := range m.NumServers() {
+		m.SetDraining(placement.ServerID(i), true)
+	}
+	get(t, h, "/play/live/big?proto=hls&ip=198.51.100.7", nil)
+	get(t, h, "/play/live/big?proto=rtmp&ip=198.51.100.7", nil)
+	if n := r.answers.byReason[placement.ReasonUnknown].Load(); n != 1 {
+		t.Errorf("unknown-stream answers %d", n)
+	}
+	if r.answers.overflow.Load() != 1 || r.answers.full.Load() != 1 {
+		t.Errorf("overflow %d, full %d", r.answers.overflow.Load(), r.answers.full.Load())
+	}
+	ch := make(chan prometheus.Metric, 16)
+	r.Collector().Collect(ch)
+	close(ch)
+	n := 0
+	for range ch {
+		n++
+	}
+	if n < 4 {
+		t.Errorf("%d metrics collected", n)
 	}
 }

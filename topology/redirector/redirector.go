@@ -101,6 +101,8 @@ type Redirector struct {
 	dmu     sync.Mutex
 	demand  map[demandKey]demandVal
 	dropped atomic.Uint64
+
+	answers answers
 }
 
 // New returns a redirector. conn may be nil: it then answers from the graph
