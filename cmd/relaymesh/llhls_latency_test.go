@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/Eyevinn/mp4ff/mp4"
+	"github.com/bluenviron/gohlslib/v2/pkg/playlist"
+)
+
+// TestLLHLSLatency measures how far behind the publisher a low-latency HLS
+// client of a relay is. ffmpeg publishes in real time (-re) to the primary,
+// so the frame with RTMP timestamp t leaves it no earlier than start + t,
+// start being when ffmpeg was launched. The client behaves as a player at
+// the live edge: a blocking playlist reload for the next part (_HLS_msn,
+// _HLS_part), then that part; when the part's bytes are in, the latency is
+// now − (start + the part's end in media time, from its tfdt and sample
+// durations). Since ffmpeg needs a moment to start, the figure is an upper
+// bound. It also reports now − the part's end by EXT-X-PROGRAM-DATE-TIME
+// (the relay's clock when the segment began), the figure a player shows.
+//
+// It takes about half a minute, so it runs only when asked:
+//
+//	RELAYMESH_LATENCY=1 go test -run TestLLHLSLatency -v ./cmd/relaymesh/
+//
+// RELAYMESH_LATENCY_SECONDS sets the measuring time (default 20).
+func TestLLHLSLatency(t *testing.T) {
+	if os.Getenv("RELAYMESH_LATENCY") == "" {
+		t.Skip("set RELAYMESH_LATENCY=1 to measure the LL-HLS latency (about half a minute)")
+	}
+	requireTool(t, "ffmpeg")
+	measure := 20 * time.Second
+	if s := os.Getenv("RELAYMESH_LATENCY_SECONDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 600 {
+			t.Fatalf("RELAYMESH_LATENCY_SECONDS=%q: want 1 to 600", s)
+		}
+		measure = time.Duration(n) * time.Second
+	}
+	m := startMesh(t, 1)
+	start := time.Now()
+	startPublisher(t, m.publishURL(), measure+30*time.Second, 1500)
+	waitLive(t, m.primary, "live", "cam")
+
+	base := "http://" + m.r1.http + "/hls/live/cam/"
+	c := &llClient{t: t, base: base}
+	var pl *playlist.Media
+	waitFor(t, "the full playlist", 20*time.Second, func() bool {
+		var err error
+		pl, err = c.playlist("full.m3u8")
+		return err == nil && pl.PartInf != nil
+	})
+	init := c.get(pl.Map.URI)
+
+	var edge, pdt []time.Duration
+	deadline := time.Now().Add(measure)
+	for time.Now().Before(deadline) {
+		// The next part after the newest listed one, as a player asks for it.
+		msn, part := nextPart(pl)
+		next, err := c.playlist("full.m3u8?_HLS_msn=" + strconv.Itoa(msn) + "&_HLS_part=" + strconv.Itoa(part))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl = next
+		uri, pdtEnd := newestPart(pl)
+		if uri == "" {
+			continue
+		}
+		body := c.get(uri)
+		now := time.Now()
+		end := mediaEnd(t, init, body)
+		edge = append(edge, now.Sub(start.Add(end)))
+		if !pdtEnd.IsZero() {
+			pdt = append(pdt, now.Sub(pdtEnd))
+		}
+	}
+	if len(edge) < 10 {
+		t.Fatalf("only %d parts in %v", len(edge), measure)
+	}
+	t.Logf("LL-HLS on a relay, %d parts over %v, PART-TARGET %v, PART-HOLD-BACK %v",
+		len(edge), measure, pl.PartInf.PartTarget, *pl.ServerControl.PartHoldBack)
+	t.Logf("newest part received, behind the publisher (upper bound): %s", percentiles(edge))
+	t.Logf("newest part received, behind its PROGRAM-DATE-TIME:       %s", percentiles(pdt))
+	hold := *pl.ServerControl.PartHoldBack
+	t.Logf("a player playing PART-HOLD-BACK behind the edge: p50 %v", (quantile(edge, 0.5) + hold).Round(time.Millisecond))
+	if p99 := quantile(edge, 0.99); p99+hold > 3*time.Second {
+		t.Errorf("p99 %v + PART-HOLD-BACK %v is over the 3 s target", p99, hold)
+	}
+}
+
+// llClient fetches a relay's LL-HLS files.
+type llClient struct {
+	t    *testing.T
+	base string
+	hc   http.Client
+}
+
+func (c *llClient) fetch(path string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return b, err
+}
+
+func (c *llClient) get(path string) []byte {
+	c.t.Helper()
+	b, err := c.fetch(path)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return b
+}
+
+func (c *llClient) playlist(path string) (*playlist.Media, error) {
+	b, err := c.fetch(path)
+	if err != nil {
+		return nil, err
+	}
+	var pl playlist.Media
+	if err := pl.Unmarshal(b); err != nil {
+		return nil, err
+	}
+	return &pl, nil
+}
+
+// nextPart returns the media sequence number and part index of the part after
+// the newest one listed.
+func nextPart(pl *playlist.Media) (msn, part int) {
+	return pl.MediaSequence + len(pl.Segments), len(pl.Parts)
+}
+
+// newestPart returns the URI of the newest part listed and the wall-clock
+// time of its end by the playlist's PROGRAM-DATE-TIME (zero without one).
+func newestPart(pl *playlist.Media) (string, time.Time) {
+	var uri string
+	var parts []*playlist.MediaPart
+	switch {
+	case len(pl.Parts) > 0:
+		parts = pl.Parts
+	case len(pl.Segments) > 0:
+		parts = pl.Segments[len(pl.Segments)-1].Parts
+	}
+	if len(parts) > 0 {
+		uri = parts[len(parts)-1].URI
+	}
+	if len(pl.Segments) == 0 || pl.Segments[0].DateTime == nil {
+		return uri, time.Time{}
+	}
+	end := *pl.Segments[0].DateTime
+	for _, s := range pl.Segments {
+		end = end.Add(s.Duration)
+	}
+	for _, p := range pl.Parts {
+		end = end.Add(p.Duration)
+	}
+	return uri, end
+}
+
+// mediaEnd returns the end of a part's last sample in media time (the RTMP
+// clock, which starts at 0 with ffmpeg).
+func mediaEnd(t *testing.T, init, part []byte) time.Duration {
+	t.Helper()
+	f, err := mp4.DecodeFile(bytes.NewReader(append(slices.Clip(init), part...)))
+	if err != nil || f.Init == nil {
+		t.Fatalf("decode part: %v", err)
+	}
+	var end uint64
+	for _, s := range f.Segments {
+		for _, fr := range s.Fragments {
+			ss, err := fr.GetFullSamples(f.Init.Moov.Mvex.Trex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range ss {
+				end = max(end, x.DecodeTime+uint64(x.Dur))
+			}
+		}
+	}
+	ts := f.Init.Moov.Trak.Mdia.Mdhd.Timescale
+	return time.Duration(end) * time.Second / time.Duration(ts)
+}
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(q*float64(len(s)-1))]
+}
+
+func percentiles(d []time.Duration) string {
+	if len(d) == 0 {
+		return "none"
+	}
+	r := func(x time.Duration) time.Duration { return x.Round(time.Millisecond) }
+	return fmt.Sprintf("min %v p50 %v p99 %v max %v (n=%d)",
+		r(slices.Min(d)), r(quantile(d, 0.5)), r(quantile(d, 0.99)), r(slices.Max(d)), len(d))
+}
