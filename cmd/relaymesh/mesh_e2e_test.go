@@ -32,6 +32,7 @@ import (
 	"github.com/relaymesh/relaymesh/topology/graph"
 	"github.com/relaymesh/relaymesh/topology/orchestrator"
 	"github.com/relaymesh/relaymesh/topology/redirector"
+	"github.com/relaymesh/relaymesh/topology/scaling"
 )
 
 // Viewer addresses of the built-in demo GeoIP database.
@@ -400,15 +401,22 @@ func (m *testMesh) stop(name string) { m.stops[name]() }
 
 func startTestMesh(t *testing.T) *testMesh {
 	t.Helper()
+	g, err := graph.DevWorld()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startMeshOn(t, g)
+}
+
+// startMeshOn runs a primary and every relay of graph g, each with its agent,
+// on an embedded NATS server.
+func startMeshOn(t *testing.T, g *graph.Graph) *testMesh {
+	t.Helper()
 	level := slog.LevelWarn
 	if os.Getenv("RELAYMESH_TEST_LOG") == "debug" {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	g, err := graph.DevWorld()
-	if err != nil {
-		t.Fatal(err)
-	}
 	db, err := geo.OpenDefault()
 	if err != nil {
 		t.Fatal(err)
@@ -485,10 +493,15 @@ type testControl struct {
 
 // startControl runs an orchestrator and redirector named id on a free port.
 func (m *testMesh) startControl(ctx context.Context, id string) *testControl {
+	return m.startControlWith(ctx, id, scaling.Config{})
+}
+
+// startControlWith is startControl with the given scaling parameters.
+func (m *testMesh) startControlWith(ctx context.Context, id string, sc scaling.Config) *testControl {
 	m.t.Helper()
 	conn := m.connect(id)
 	o, err := orchestrator.New(orchestrator.Config{ID: id, Graph: m.graph, Demand: demand.Config{Threshold: 1},
-		Interval: testInterval, Buckets: testBuckets}, conn, m.log)
+		Scaling: sc, Interval: testInterval, Buckets: testBuckets}, conn, m.log)
 	if err != nil {
 		m.t.Fatal(err)
 	}

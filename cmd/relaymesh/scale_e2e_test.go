@@ -2,25 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
-	"log/slog"
-	"net"
-	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/relaymesh/relaymesh/geo"
-	"github.com/relaymesh/relaymesh/ingest"
-	"github.com/relaymesh/relaymesh/internal/bus"
 	"github.com/relaymesh/relaymesh/loadtest/swarm"
-	"github.com/relaymesh/relaymesh/relay"
-	"github.com/relaymesh/relaymesh/topology/demand"
 	"github.com/relaymesh/relaymesh/topology/graph"
 	"github.com/relaymesh/relaymesh/topology/orchestrator"
-	"github.com/relaymesh/relaymesh/topology/redirector"
 	"github.com/relaymesh/relaymesh/topology/scaling"
 )
 
@@ -39,11 +28,6 @@ var scaleConfig = scaling.Config{Hold: time.Second, MinLifetime: time.Second, Ho
 // startScaleMesh is startTestMesh on the scaleServers graph.
 func startScaleMesh(t *testing.T) *testMesh {
 	t.Helper()
-	level := slog.LevelWarn
-	if os.Getenv("RELAYMESH_TEST_LOG") == "debug" {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	f, err := graph.Parse("scale.yaml", []byte(scaleServers))
 	if err != nil {
 		t.Fatal(err)
@@ -52,84 +36,12 @@ func startScaleMesh(t *testing.T) *testMesh {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := geo.OpenDefault()
-	if err != nil {
-		t.Fatal(err)
-	}
-	nats, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &testMesh{t: t, log: log, graph: g, geo: db, nats: nats, stops: map[string]func(){}}
-	t.Cleanup(func() {
-		for _, f := range m.stops {
-			f()
-		}
-		m.stopNATS()
-	})
-	ps := g.Servers()[g.Primary()]
-	pn, err := devNode(ps, log.With("role", "primary"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := ingest.New(ingest.Config{Auth: ingest.Auth{Open: true}}, pn.hubs, pn.log)
-	ph := relay.NewHandler(relay.Options{Hubs: pn.hubs, Publish: in.Publish, Grace: pn.cfg.RTMP.Grace, Log: pn.log})
-	m.primary = pn.rtmpLn.Addr().String()
-	m.startServer(ps, pn, ph, nil)
-	for _, s := range g.Servers() {
-		if s.Role == graph.RolePrimary {
-			continue
-		}
-		n, err := devNode(s, log.With("relay", s.ID))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		up, err := relay.NewUpstream(ctx, relay.UpstreamConfig{URL: "rtmp://" + m.primary, RelayID: s.ID, Conn: connConfig(n.cfg.RTMP)}, n.hubs, n.log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Grace: n.cfg.RTMP.Grace, Log: n.log})
-		m.startServer(s, n, h, up)
-	}
-	return m
+	return startMeshOn(t, g)
 }
 
 // startScaleControl is startControl with scaleConfig.
 func (m *testMesh) startScaleControl(ctx context.Context, id string) *testControl {
-	m.t.Helper()
-	conn := m.connect(id)
-	o, err := orchestrator.New(orchestrator.Config{ID: id, Graph: m.graph, Demand: demand.Config{Threshold: 1},
-		Scaling: scaleConfig, Interval: testInterval, Buckets: testBuckets}, conn, m.log)
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	r, err := redirector.New(redirector.Config{ID: id, Graph: m.graph, Geo: m.geo, DevIP: true, TokenKey: []byte("test-secret"),
-		DemandInterval: testInterval, StatusTTL: testBuckets.StatusTTL, Bonus: bonusAdapter(o)}, conn, m.log)
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	m.run(id, func(ctx context.Context) error {
-		defer conn.Close()
-		var wg sync.WaitGroup
-		errs := make([]error, 3)
-		for i, f := range []func() error{
-			func() error { return o.Run(ctx) },
-			func() error { return r.Run(ctx) },
-			func() error { return serveHTTP(ctx, ln, r.Handler()) },
-		} {
-			wg.Add(1)
-			go func() { defer wg.Done(); errs[i] = f() }()
-		}
-		wg.Wait()
-		return errors.Join(errs...)
-	})
-	return &testControl{o: o, web: rdClient{t: m.t, ctx: ctx, web: "http://" + ln.Addr().String()}}
+	return m.startControlWith(ctx, id, scaleConfig)
 }
 
 // hasDecision reports whether o took a decision with action on server
