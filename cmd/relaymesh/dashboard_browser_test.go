@@ -45,28 +45,8 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	addrCh := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- devMain(ctx, []string{"--http", "127.0.0.1:0", "--log-level", "warn"}, func(a string) { addrCh <- a })
-	}()
-	var addr string
-	select {
-	case addr = <-addrCh:
-	case err := <-done:
-		t.Fatalf("dev stopped early: %v", err)
-	}
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("dev returned %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("dev did not stop")
-		}
-	}()
+	addr, stop := startDev(t, ctx, cancel)
+	defer stop()
 	c := rdClient{t: t, ctx: ctx, web: "http://" + addr}
 	mv := c.waitRelaysUp(4)
 

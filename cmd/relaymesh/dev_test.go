@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,17 +16,7 @@ import (
 func TestDevMeshAnswers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	addrCh := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- devMain(ctx, []string{"--http", "127.0.0.1:0", "--log-level", "warn"}, func(a string) { addrCh <- a })
-	}()
-	var addr string
-	select {
-	case addr = <-addrCh:
-	case err := <-done:
-		t.Fatalf("dev stopped early: %v", err)
-	}
+	addr, stop := startDev(t, ctx, cancel)
 	getJSON := func(path string, v any) {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+path, nil)
@@ -67,13 +58,36 @@ func TestDevMeshAnswers(t *testing.T) {
 	if ch.Relay != "primary" || ch.Viewer != "US" {
 		t.Fatalf("choice %+v", ch)
 	}
-	cancel()
+	stop()
+}
+
+// startDev runs the development mesh (devMain) until stop, which cancels
+// ctx and checks that the mesh shuts down cleanly; it returns the
+// redirector's address once everything listens.
+func startDev(t *testing.T, ctx context.Context, cancel context.CancelFunc) (addr string, stop func()) {
+	t.Helper()
+	addrCh := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- devMain(ctx, []string{"--http", "127.0.0.1:0", "--log-level", "warn"}, func(a string) { addrCh <- a })
+	}()
 	select {
+	case addr = <-addrCh:
 	case err := <-done:
-		if err != nil {
-			t.Fatalf("dev returned %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("dev did not stop")
+		t.Fatalf("dev stopped early: %v", err)
+	}
+	var once sync.Once
+	return addr, func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("dev returned %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("dev did not stop")
+			}
+		})
 	}
 }
