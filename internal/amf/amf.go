@@ -1,9 +1,11 @@
 // Package amf decodes and encodes the AMF0 values of RTMP commands, data
-// messages and shared objects. Decoding is the project's own bounded reader:
-// every declared size is checked against the bytes actually present and
-// nesting is limited, so hostile input can neither make it allocate more than
-// the message holds nor recurse without end (go-amf0's decoder can be made
-// to panic). Encoding uses go-amf0.
+// messages and shared objects, including AMF3 values behind AMF0's avmplus
+// marker (sent by clients connected with objectEncoding 3). Decoding is the
+// project's own bounded reader: every declared size is checked against the
+// bytes actually present and nesting is limited, so hostile input can neither
+// make it allocate more than the message holds nor recurse without end
+// (go-amf0's decoder can be made to panic). AMF0 encoding uses go-amf0; the
+// AMF3 encoder is this package's (amf3_encode.go).
 package amf
 
 import (
@@ -18,8 +20,8 @@ import (
 // MaxDepth is how deeply objects and arrays may nest.
 const MaxDepth = 32
 
-// ErrMalformed wraps every structural error in AMF0 input.
-var ErrMalformed = errors.New("malformed AMF0")
+// ErrMalformed wraps every structural error in AMF0 or AMF3 input.
+var ErrMalformed = errors.New("malformed AMF")
 
 // Malformed returns an error wrapping ErrMalformed.
 func Malformed(format string, args ...any) error {
@@ -31,7 +33,7 @@ func malformed(format string, args ...any) error { return Malformed(format, args
 // Decode decodes every value in b with the bounded reader (ReadValue).
 // Objects come back as map[string]any, ECMA arrays as amf0.ECMAArray,
 // strict arrays as []any, numbers as float64, null as nil and a top-level
-// undefined as Undefined.
+// undefined as Undefined; AMF3 values decode to the same types (amf3.go).
 func Decode(b []byte) ([]any, error) {
 	var out []any
 	for len(b) > 0 {
@@ -47,11 +49,21 @@ func Decode(b []byte) ([]any, error) {
 
 // Encode encodes values in order. Accepted value types are go-amf0's: numbers,
 // strings, booleans, nil, maps with string keys (as objects), slices (as strict
-// arrays), amf0.ECMAArray and time.Time.
+// arrays), amf0.ECMAArray and time.Time. A value AMF0 cannot carry (one
+// holding a []byte, or an object key over 65535 bytes) is written as AMF3
+// after an avmplus marker, as Flash Media Server answers its clients.
 func Encode(values ...any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := amf0.NewEncoder(&buf)
 	for _, v := range values {
+		if needsAMF3(v, 0) {
+			b, err := AppendAVMPlus(nil, v)
+			if err != nil {
+				return nil, err
+			}
+			buf.Write(b)
+			continue
+		}
 		if err := enc.Encode(v); err != nil {
 			return nil, fmt.Errorf("amf0 encode %T: %w", v, err)
 		}

@@ -16,9 +16,12 @@ import (
 // no value for it.
 type Undefined struct{}
 
-// ErrAMF3 is returned for AMF3 content: an AMF3 container whose encoding byte
-// is not 0, or an AMF3 value (the avmplus marker) where an AMF0 value belongs.
-var ErrAMF3 = errors.New("AMF3 values are not supported here")
+// ErrAMF3 is returned for AMF3 content that is well-formed but cannot be
+// represented: an externalizable class other than the Flex collection
+// wrappers (its body is private to the class), or a Dictionary keyed by
+// objects. Callers outside this package also return it for an AMF3
+// container whose encoding byte is not 0.
+var ErrAMF3 = errors.New("unsupported AMF3 content")
 
 const (
 	mNumber      = 0x00
@@ -43,6 +46,8 @@ const (
 // ReadValue decodes the AMF0 value at the start of b and returns it with its
 // encoded length. It trusts no declared size: every count and length is
 // checked against the bytes present, and nesting is bounded by maxDepth.
+// An avmplus marker (0x11) introduces one AMF3 value, at the top level or
+// nested (see amf3.go for its Go types and limits).
 //
 // go-amf0 v0.1.1 is not used for decoding: it reuses one value across the
 // properties of an ECMA array (nested objects merge, and a strict array inside
@@ -121,7 +126,8 @@ func decodeValue(b []byte, depth, maxDepth int) (any, int, error) {
 		}
 		return arr, off, nil
 	case mAVMPlus:
-		return nil, 0, ErrAMF3
+		v, n, err := readAMF3(b[1:], depth, maxDepth)
+		return v, 1 + n, err
 	case mLongString:
 		if len(b) < 5 {
 			return nil, 0, malformed("truncated long string")
@@ -191,8 +197,13 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 // AppendValue appends the AMF0 encoding of v to dst. Accepted Go types:
 // nil, Undefined (top level only), bool, string (up to 65535 bytes), every
 // integer and float type (written as a number), map[string]any,
-// amf0.ECMAArray, []any and time.Time (whole milliseconds).
+// amf0.ECMAArray, []any and time.Time (whole milliseconds). A value that
+// AMF0 cannot carry (it holds a []byte, or an object key over 65535 bytes)
+// is written as AMF3 after an avmplus marker (see AppendAVMPlus).
 func AppendValue(dst []byte, v any) ([]byte, error) {
+	if needsAMF3(v, 0) {
+		return AppendAVMPlus(dst, v)
+	}
 	if err := checkValue(v, 0); err != nil {
 		return dst, err
 	}
@@ -261,7 +272,8 @@ func checkProps(m map[string]any, depth int) error {
 	return nil
 }
 
-// DecodeValue decodes b, which must hold exactly one AMF0 value.
+// DecodeValue decodes b, which must hold exactly one AMF0 value (which may
+// be an avmplus-marked AMF3 value).
 func DecodeValue(b []byte) (any, error) {
 	v, n, err := ReadValue(b, MaxDepth)
 	if err != nil {

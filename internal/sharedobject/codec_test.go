@@ -253,11 +253,12 @@ func TestDecodeHostile(t *testing.T) {
 		}
 	}
 	amf3 := map[string][]byte{
-		"amf3 value":    ev(3, 0, 1, 'k', 0x11, 0x01),
-		"amf3 encoding": append([]byte{3}, ev(1)...),
+		// An externalizable class other than the Flex collection wrappers.
+		"amf3 externalizable": ev(3, 0, 1, 'k', 0x11, 0x0a, 0x07, 0x03, 'X', 0),
+		"amf3 encoding":       append([]byte{3}, ev(1)...),
 	}
 	for name, b := range amf3 {
-		if name == "amf3 value" {
+		if name == "amf3 externalizable" {
 			b = append([]byte{0}, b...)
 		}
 		if _, err := Decode(b, true); !errors.Is(err, ErrAMF3) {
