@@ -6,8 +6,11 @@ import (
 	"github.com/relaymesh/relaymesh/internal/amf"
 )
 
-// Command is a decoded AMF0 command message (type 20, or 17 whose AMF0 body
-// follows one format byte): name, transaction id, command object, arguments.
+// Command is a decoded command message: name, transaction id, command
+// object, arguments. Type 20 carries AMF0 values; type 17, sent by clients
+// connected with objectEncoding 3, carries one format byte and then AMF0
+// values of which any may be an avmplus-marked AMF3 value. Both decode to
+// the same Go types (package amf), so handlers need not tell them apart.
 type Command struct {
 	StreamID      uint32
 	Name          string
@@ -23,7 +26,7 @@ func ParseCommand(m Message) (*Command, error) {
 		if len(p) < 1 {
 			return nil, protocolErr("empty AMF3 command")
 		}
-		p = p[1:] // format selector; the body is AMF0
+		p = p[1:] // format selector; the body is AMF0 with AMF3 values behind avmplus markers
 	}
 	vs, err := amf.Decode(p)
 	if err != nil {
@@ -59,6 +62,9 @@ func (c *Command) Arg(i int) string {
 }
 
 // CommandMessage encodes values as an AMF0 command on a message stream.
+// Values AMF0 cannot carry ([]byte) go as avmplus-marked AMF3 (amf.Encode):
+// a type-20 answer with AMF3 values where needed is what Red5 and Flash
+// Media Server send objectEncoding 3 clients, even for type-17 calls.
 func CommandMessage(streamID uint32, values ...any) (Message, error) {
 	p, err := amf.Encode(values...)
 	if err != nil {
