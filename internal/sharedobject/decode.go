@@ -3,11 +3,13 @@ package sharedobject
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 )
 
 // Decode decodes the body of one shared-object message with DefaultLimits.
-// amf3 is true for RTMP message type 16 (an encoding byte precedes the AMF0
-// layout) and false for type 19.
+// amf3 is true for RTMP message type 16 (an encoding byte precedes the
+// layout of type 19) and false for type 19. Values may be avmplus-marked
+// AMF3 in both.
 func Decode(payload []byte, amf3 bool) (Message, error) {
 	return DefaultLimits.Decode(payload, amf3)
 }
@@ -77,6 +79,31 @@ func (l Limits) key(b []byte, what string) (string, int, error) {
 	return s, n, nil
 }
 
+// handler reads the handler name of a send-message event: an AMF0 string
+// with its marker or, as an AMF3 encoder may write it, an avmplus-marked
+// AMF3 string.
+func (l Limits) handler(data []byte) (string, int, error) {
+	if len(data) > 0 && data[0] == mString {
+		h, n, err := l.key(data[1:], "handler name")
+		return h, 1 + n, err
+	}
+	if len(data) > 0 && data[0] == mAVMPlus {
+		v, n, err := readValue(data, 0) // a string needs no nesting
+		if err != nil {
+			return "", 0, fmt.Errorf("handler name: %w", err)
+		}
+		h, ok := v.(string)
+		if !ok {
+			return "", 0, malformed("send-message handler is %T, not a string", v)
+		}
+		if len(h) > l.MaxKeyBytes || len(h) > math.MaxUint16 {
+			return "", 0, malformed("handler name of %d bytes exceeds the limit of %d", len(h), min(l.MaxKeyBytes, math.MaxUint16))
+		}
+		return h, n, nil
+	}
+	return "", 0, malformed("send-message handler is not a string")
+}
+
 func (l Limits) appendEvents(evs []Event, t EventType, data []byte) ([]Event, error) {
 	switch t {
 	case EventUse, EventRelease, EventClear, EventUseSuccess:
@@ -132,14 +159,11 @@ func (l Limits) appendEvents(evs []Event, t EventType, data []byte) ([]Event, er
 		return evs, nil
 
 	case EventSendMessage:
-		if len(data) == 0 || data[0] != mString {
-			return evs, malformed("send-message handler is not an AMF0 string")
-		}
-		h, n, err := l.key(data[1:], "handler name")
+		h, n, err := l.handler(data)
 		if err != nil {
 			return evs, err
 		}
-		data = data[1+n:]
+		data = data[n:]
 		var args []any
 		for len(data) > 0 {
 			v, vn, err := readValue(data, l.MaxDepth)

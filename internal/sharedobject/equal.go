@@ -1,6 +1,7 @@
 package sharedobject
 
 import (
+	"bytes"
 	"math"
 	"time"
 
@@ -8,7 +9,8 @@ import (
 )
 
 // Equal reports whether two messages carry the same content, comparing
-// values as AMF0 does: numbers by value (NaN equals NaN), dates by instant.
+// values as AMF0 does: numbers by value (NaN equals NaN), dates by instant,
+// byte arrays by content.
 func Equal(a, b Message) bool {
 	if a.Name != b.Name || a.Version != b.Version || a.Persistent != b.Persistent || len(a.Events) != len(b.Events) {
 		return false
@@ -65,6 +67,9 @@ func valueEqual(a, b any) bool {
 			}
 		}
 		return true
+	case []byte:
+		y, ok := b.([]byte)
+		return ok && bytes.Equal(x, y)
 	case bool, string, Undefined:
 		return a == b
 	}

@@ -6,7 +6,7 @@ type Limits struct {
 	MaxMessageBytes int // whole payload; default 1 MiB
 	MaxEvents       int // events per message after splitting Change pairs; default 4096
 	MaxKeyBytes     int // object names, slot keys, handler names, status strings; default 1024
-	MaxDepth        int // nesting of AMF0 objects and arrays; default 32
+	MaxDepth        int // nesting of AMF0 and AMF3 objects and arrays; default 32
 }
 
 // DefaultLimits is the Limits that Decode uses.

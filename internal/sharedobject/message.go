@@ -5,7 +5,7 @@ import "fmt"
 // RTMP message type ids that carry shared-object messages.
 const (
 	MessageTypeAMF0 = 19 // shared object, AMF0
-	MessageTypeAMF3 = 16 // shared object in an AMF3 container (values stay AMF0 here)
+	MessageTypeAMF3 = 16 // shared object of an objectEncoding 3 client (encoding byte, then as type 19)
 )
 
 // EventType is the type byte of a shared-object event.
@@ -67,7 +67,7 @@ type Message struct {
 type Event struct {
 	Type    EventType
 	Key     string // slot name
-	Value   any    // slot value (AMF0, see the package documentation)
+	Value   any    // slot value (AMF0 or AMF3, see the package documentation)
 	Handler string // SendMessage: the handler's name
 	Args    []any  // SendMessage: the handler's arguments
 	Code    string // Status: e.g. "SharedObject.NoWriteAccess"
