@@ -36,6 +36,12 @@ func (s *Server) Active() int {
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
 	connCtx, closeConns := context.WithCancel(context.WithoutCancel(ctx))
 	defer closeConns()
+	cc := s.Conn
+	if cc.WriteBatch > 0 && cc.Flusher == nil {
+		// Write every connection in rounds of WriteBatch from a few
+		// workers rather than from a goroutine per viewer.
+		cc.Flusher = rtmp.NewFlusher(connCtx, cc.WriteBatch, 0)
+	}
 	go func() {
 		<-ctx.Done()
 		ln.Close()
@@ -71,7 +77,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 				s.active--
 				s.mu.Unlock()
 			}()
-			rtmp.Serve(connCtx, nc, s.Conn, s.Handler, s.Log)
+			rtmp.Serve(connCtx, nc, cc, s.Handler, s.Log)
 		}()
 	}
 	// Drain: let connections end on their own for a while, then close them.

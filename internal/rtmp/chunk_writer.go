@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // DefaultChunkSize is the chunk size relaymesh announces for what it sends:
@@ -18,8 +21,10 @@ type ChunkWriter struct {
 	chunkSize uint32
 	scratch   []byte      // header bytes of the pending batch
 	bufs      net.Buffers // iovecs of the pending batch
+	off       int         // bufs[:off] were written by FlushSome
 	vec       net.Buffers // backing array reused across flushes
 	pending   int         // payload + header bytes pending
+	iov       []unix.Iovec
 }
 
 // NewChunkWriter starts with the protocol's initial chunk size (128); call
@@ -120,15 +125,82 @@ func (w *ChunkWriter) Flush(dst io.Writer) error {
 		return nil
 	}
 	all := w.bufs
+	w.bufs = w.bufs[w.off:]
 	_, err := w.bufs.WriteTo(dst) // consumes w.bufs; a field, so nothing escapes
-	// Keep the grown backing array of the iovec list; drop references to
-	// payloads so they can be collected.
-	clear(all)
-	w.vec = all[:0]
-	w.bufs = nil
+	w.bufs = all
+	w.reset()
+	return err
+}
+
+// reset forgets the written batch, keeping the grown backing arrays but no
+// references to payloads, so they can be collected.
+func (w *ChunkWriter) reset() {
+	if w.bufs != nil {
+		clear(w.bufs)
+		w.vec = w.bufs[:0]
+		w.bufs = nil
+	}
+	w.off = 0
 	w.scratch = w.scratch[:0]
 	w.pending = 0
-	return err
+}
+
+// maxIovecs is how many buffers one writev takes (Linux's IOV_MAX).
+const maxIovecs = 1024
+
+// FlushSome writes what the socket fd takes without waiting, with as few
+// writev calls as possible, and keeps the rest pending for the next call. It
+// reports whether everything was written. fd must be non-blocking; on a
+// full socket (EAGAIN or a short write) it returns false and no error.
+func (w *ChunkWriter) FlushSome(fd int) (bool, error) {
+	for w.pending > 0 {
+		iov := w.iov[:0]
+		want := 0
+		for _, b := range w.bufs[w.off:min(len(w.bufs), w.off+maxIovecs)] {
+			iov = append(iov, unix.Iovec{Base: &b[0], Len: uint64(len(b))})
+			want += len(b)
+		}
+		w.iov = iov
+		// RawSyscall: the call never blocks, so the scheduler need not know
+		// (with Syscall, sysmon polls at its fastest rate to retake the
+		// processors of a thousand short writevs per second).
+		r, _, errno := unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
+		clear(iov) // no references to payloads past the call
+		switch errno {
+		case 0:
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false, nil
+		default:
+			return false, errno
+		}
+		n := int(r)
+		w.consume(n)
+		if n < want {
+			return w.pending == 0, nil
+		}
+	}
+	w.reset()
+	return true, nil
+}
+
+// consume drops the first n written bytes of the pending batch.
+func (w *ChunkWriter) consume(n int) {
+	w.pending -= n
+	for n > 0 {
+		b := w.bufs[w.off]
+		if len(b) > n {
+			w.bufs[w.off] = b[n:]
+			return
+		}
+		n -= len(b)
+		w.bufs[w.off] = nil
+		w.off++
+	}
+	if w.pending == 0 {
+		w.reset()
+	}
 }
 
 func put24(b []byte, v uint32) {

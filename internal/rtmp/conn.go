@@ -10,6 +10,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/relaymesh/relaymesh/internal/av"
@@ -38,6 +39,10 @@ type ConnConfig struct {
 	// what is in flight on the network) before the writer holds media back
 	// (default 16 KiB).
 	MaxNotSent int
+	// Flusher, when set, writes server connections in its rounds (every
+	// Flusher.Interval, which then replaces WriteBatch) instead of with a
+	// goroutine per connection.
+	Flusher *Flusher
 
 	// ConnectProps are extra properties a client sends in its connect
 	// command object (a relay marks itself so upstreams treat it as one).
@@ -130,13 +135,26 @@ type Conn struct {
 	peerWindow  atomic.Uint32
 	inflight    *inflight // nil when the socket cannot report its queue
 
-	// Owned by the writer: media timestamps of the batch being built.
+	// Owned by the writer: scratch lists and the media timestamps of the
+	// batch being built.
+	ctrlSpare             []Message
+	binds                 []*binding
+	frames                []*av.Frame
 	batchMedia            bool
 	batchFirst, batchLast uint32
-	lastAck               uint64
-	closed                chan struct{}
-	closeOnce             sync.Once
-	writerDone            chan struct{}
+
+	// Owned by the Flusher's worker when one drives the connection.
+	worker     *flushWorker
+	urgent     atomic.Bool // queued for the worker's next wake-up
+	raw        syscall.RawConn
+	rawWrite   func(fd uintptr) bool // doRawWrite, bound once
+	rawErr     error
+	stuckSince time.Time // the socket has taken nothing since
+	failed     error     // a media source ended: close once its status is written
+
+	lastAck   uint64
+	closed    chan struct{}
+	closeOnce sync.Once
 
 	// Stats.
 	BytesIn  atomic.Uint64
@@ -163,7 +181,6 @@ func newConn(nc net.Conn, cfg ConnConfig, log *slog.Logger) *Conn {
 		writer:     NewChunkWriter(),
 		notify:     make(chan struct{}, 1),
 		closed:     make(chan struct{}),
-		writerDone: make(chan struct{}),
 	}
 	c.readTimeout.Store(int64(cfg.ReadTimeout))
 	c.inflight = newInflight(nc)
@@ -181,8 +198,28 @@ func Accept(nc net.Conn, cfg ConnConfig, log *slog.Logger) (*Conn, error) {
 		nc.Close()
 		return nil, err
 	}
-	go c.writeLoop()
+	c.startWriter()
 	return c, nil
+}
+
+// startWriter hands the writes to the configured Flusher when the socket
+// allows non-blocking writes, or starts a writer goroutine of its own.
+func (c *Conn) startWriter() {
+	if f := c.cfg.Flusher; f != nil && f.ctx.Err() == nil {
+		if sc, ok := c.nc.(syscall.Conn); ok {
+			if raw, err := sc.SyscallConn(); err == nil {
+				c.raw = raw
+				c.rawWrite = c.doRawWrite
+				if c.inflight != nil {
+					c.inflight.setNotSentLowat(c.cfg.MaxNotSent)
+				}
+				c.worker = f.attach(c)
+				c.wake()
+				return
+			}
+		}
+	}
+	go c.writeLoop()
 }
 
 // Client runs the client side of the handshake on nc.
@@ -243,6 +280,10 @@ func (c *Conn) Err() error {
 }
 
 func (c *Conn) wake() {
+	if c.worker != nil {
+		c.worker.poke(c)
+		return
+	}
 	select {
 	case c.notify <- struct{}{}:
 	default:
@@ -412,15 +453,15 @@ func (c *Conn) control(m Message) (bool, error) {
 	return false, nil
 }
 
-// writeLoop is the only writer of the socket.
+// writeLoop is the only writer of the socket when no Flusher drives the
+// connection: it waits for work, gathers media for WriteBatch, and writes
+// with blocking writevs.
 func (c *Conn) writeLoop() {
-	defer close(c.writerDone)
 	var (
-		ctrl        []Message
-		frames      []*av.Frame
-		binds       []*binding
 		holdOff     *time.Timer // wakes a writer that held media back
 		deadlineSet time.Time
+		batchTimer  *time.Timer
+		lastFlush   time.Time
 	)
 	holdC := func() <-chan time.Time {
 		if holdOff == nil {
@@ -428,11 +469,6 @@ func (c *Conn) writeLoop() {
 		}
 		return holdOff.C
 	}
-	maxInflight := c.cfg.MaxInflight.Milliseconds()
-	var (
-		batchTimer *time.Timer
-		lastFlush  time.Time
-	)
 	for {
 		select {
 		case <-c.notify:
@@ -457,63 +493,13 @@ func (c *Conn) writeLoop() {
 			}
 		}
 		for {
-			c.mu.Lock()
-			ctrl, c.ctrl = c.ctrl, ctrl[:0]
-			binds = append(binds[:0], c.bindings...)
-			closeAfter := c.closeAfter
-			c.mu.Unlock()
-
-			for i := range ctrl {
-				m := &ctrl[i]
-				c.writer.Append(m)
-				if m.Type == TypeSetChunkSize && len(m.Payload) >= 4 {
-					c.writer.SetChunkSize(binary.BigEndian.Uint32(m.Payload))
-				}
-			}
-			clear(ctrl)
-			// Hold media back while the kernel already holds enough of it.
 			now := time.Now()
-			held := len(binds) > 0 && c.inflight != nil && c.inflight.backlogged(now, c.cfg.MaxNotSent, maxInflight)
+			closeAfter, held, failed := c.gather(now)
 			if held {
 				if holdOff == nil {
 					holdOff = time.NewTimer(20 * time.Millisecond)
 				} else {
 					holdOff.Reset(20 * time.Millisecond)
-				}
-			}
-			var failed error
-			if held {
-				for _, b := range binds {
-					if err := b.src.Err(); err != nil {
-						if b.onErr != nil {
-							for _, m := range b.onErr(err) {
-								c.writer.Append(&m)
-							}
-						}
-						failed = err
-					}
-				}
-				binds = binds[:0]
-			}
-			c.batchMedia = false
-			for _, b := range binds {
-				if c.writer.Pending() >= c.cfg.BatchBytes {
-					c.wake() // more to do after this flush
-					break
-				}
-				var err error
-				frames, err = b.src.Poll(frames[:0], min(c.cfg.BatchBytes-c.writer.Pending(), c.pollBytes()))
-				for _, f := range frames {
-					c.appendFrame(b, f)
-				}
-				clear(frames)
-				if err != nil {
-					if b.onErr != nil {
-						for _, m := range b.onErr(err) {
-							c.writer.Append(&m)
-						}
-					}
-					failed = err
 				}
 			}
 			if c.writer.Pending() == 0 {
@@ -533,11 +519,8 @@ func (c *Conn) writeLoop() {
 				c.Close(fmt.Errorf("rtmp write: %w", err))
 				return
 			}
-			c.BytesOut.Add(uint64(pending))
 			lastFlush = now
-			if c.inflight != nil {
-				c.inflight.wrote(pending, c.batchMedia, c.batchFirst, c.batchLast)
-			}
+			c.wrote(pending)
 			if failed != nil {
 				c.Close(failed)
 				return
@@ -549,9 +532,187 @@ func (c *Conn) writeLoop() {
 	}
 }
 
-// pollBytes bounds one batch of media: whole batches go to the kernel, so
-// where the writer can see the kernel's queue it feeds it in smaller steps
-// and checks the backlog in between.
+// gather moves the queued control messages and, unless the kernel already
+// holds enough media for the peer, a batch of media into the chunk writer.
+// It reports whether the connection should close once that is written,
+// whether media was held back, and the error of a media source that ended.
+func (c *Conn) gather(now time.Time) (closeAfter, held bool, failed error) {
+	c.mu.Lock()
+	c.ctrlSpare, c.ctrl = c.ctrl, c.ctrlSpare[:0]
+	c.binds = append(c.binds[:0], c.bindings...)
+	closeAfter = c.closeAfter
+	c.mu.Unlock()
+	for i := range c.ctrlSpare {
+		m := &c.ctrlSpare[i]
+		c.writer.Append(m)
+		if m.Type == TypeSetChunkSize && len(m.Payload) >= 4 {
+			c.writer.SetChunkSize(binary.BigEndian.Uint32(m.Payload))
+		}
+	}
+	clear(c.ctrlSpare)
+	binds := c.binds
+	defer clear(binds)
+	// Hold media back while the kernel already holds enough of it.
+	held = len(binds) > 0 && c.inflight != nil && c.inflight.backlogged(now, c.cfg.MaxNotSent, c.cfg.MaxInflight.Milliseconds())
+	if held {
+		for _, b := range binds {
+			if err := b.src.Err(); err != nil {
+				c.failSource(b, err)
+				failed = err
+			}
+		}
+		return closeAfter, held, failed
+	}
+	c.batchMedia = false
+	for _, b := range binds {
+		if c.writer.Pending() >= c.cfg.BatchBytes {
+			c.wake() // more to do after this flush
+			break
+		}
+		frames, err := b.src.Poll(c.frames[:0], min(c.cfg.BatchBytes-c.writer.Pending(), c.pollBytes()))
+		for _, f := range frames {
+			c.appendFrame(b, f)
+		}
+		clear(frames)
+		c.frames = frames[:0]
+		if err != nil {
+			c.failSource(b, err)
+			failed = err
+		}
+	}
+	return closeAfter, false, failed
+}
+
+// failSource queues what the peer is told when b's source ended with err.
+func (c *Conn) failSource(b *binding, err error) {
+	if b.onErr != nil {
+		for _, m := range b.onErr(err) {
+			c.writer.Append(&m)
+		}
+	}
+}
+
+// wrote accounts for n bytes handed to the kernel.
+func (c *Conn) wrote(n int) {
+	c.BytesOut.Add(uint64(n))
+	if c.inflight != nil {
+		c.inflight.wrote(n, c.batchMedia, c.batchFirst, c.batchLast)
+	}
+}
+
+// service is one round of a Flusher-driven connection. It never blocks: what
+// the socket does not take stays pending in the chunk writer and goes first
+// in the next round, and while anything is pending no new media or control
+// message is taken, so a slow peer's backlog stays in the hub's queue (where
+// the drop policy applies) and in the bounded control queue. It reports
+// false once the connection is closed.
+func (c *Conn) service(now time.Time) bool {
+	select {
+	case <-c.closed:
+		return false
+	default:
+	}
+	if c.writer.Pending() > 0 {
+		if !c.flushSome(now) {
+			return false
+		}
+		if c.writer.Pending() > 0 {
+			c.mu.Lock()
+			binds := append(c.binds[:0], c.bindings...)
+			c.mu.Unlock()
+			for _, b := range binds {
+				if err := b.src.Err(); err != nil && c.failed == nil {
+					c.failed = err // told once the socket takes the rest
+					c.failSource(b, err)
+				}
+			}
+			clear(binds)
+			return true
+		}
+		if c.failed != nil {
+			c.Close(c.failed)
+			return false
+		}
+	}
+	// Gather and write until the socket is full, nothing is left, or a
+	// round's share is used up.
+	for range maxGathers {
+		closeAfter, _, failed := c.gather(now)
+		if failed != nil {
+			c.failed = failed
+		}
+		if c.writer.Pending() == 0 {
+			if closeAfter || c.failed != nil {
+				c.Close(c.failed)
+				return false
+			}
+			return true
+		}
+		full := c.writer.Pending() >= c.pollBytes()/2 // the source may have more
+		if !c.flushSome(now) {
+			return false
+		}
+		if c.writer.Pending() == 0 && (c.failed != nil || closeAfter) {
+			c.Close(c.failed)
+			return false
+		}
+		if c.writer.Pending() > 0 {
+			c.recheck() // the socket is full: ask the kernel before more media
+			return true
+		}
+		if !full {
+			return true
+		}
+		c.recheck()
+	}
+	c.wake() // more pending: serve again before the next round
+	return true
+}
+
+func (c *Conn) recheck() {
+	if c.inflight != nil {
+		c.inflight.recheck()
+	}
+}
+
+// maxGathers bounds how many batches one connection writes per round, so a
+// fast stream cannot keep a worker from the other connections.
+const maxGathers = 8
+
+// flushSome writes what the socket takes now. A socket that took nothing for
+// WriteTimeout closes the connection. It reports false when it closed it.
+func (c *Conn) flushSome(now time.Time) bool {
+	before := c.writer.Pending()
+	c.rawErr = nil
+	if err := c.raw.Write(c.rawWrite); err != nil && c.rawErr == nil {
+		c.rawErr = err
+	}
+	if c.rawErr != nil {
+		c.Close(fmt.Errorf("rtmp write: %w", c.rawErr))
+		return false
+	}
+	if n := before - c.writer.Pending(); n > 0 {
+		c.wrote(n)
+		c.stuckSince = time.Time{}
+	} else if c.stuckSince.IsZero() {
+		c.stuckSince = now
+	} else if now.Sub(c.stuckSince) > c.cfg.WriteTimeout {
+		c.Close(fmt.Errorf("rtmp write: peer took nothing for %v", c.cfg.WriteTimeout))
+		return false
+	}
+	return true
+}
+
+// doRawWrite is the body of raw.Write: one non-blocking attempt.
+func (c *Conn) doRawWrite(fd uintptr) bool {
+	_, c.rawErr = c.writer.FlushSome(int(fd))
+	return true // never wait for the socket: the next round retries
+}
+
+// pollBytes bounds one batch of media: whole batches go to the kernel (even
+// past TCP_NOTSENT_LOWAT, which the kernel checks only between its packets),
+// so where the writer can see the kernel's queue it feeds it in smaller
+// steps and checks the backlog in between.
 func (c *Conn) pollBytes() int {
 	if c.inflight != nil {
 		return 2 * c.cfg.MaxNotSent

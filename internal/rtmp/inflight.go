@@ -31,7 +31,12 @@ type inflight struct {
 	// written since; every time while it is backlogged.
 	lastCheck  time.Time
 	lastBusy   bool
+	lastHeld   bool
 	sinceCheck int // bytes written since the last check
+	// lowat: the kernel itself refuses writes beyond the unsent limit
+	// (TCP_NOTSENT_LOWAT), so only the media lag in flight is checked, and
+	// only every checkEvery.
+	lowat bool
 }
 
 const checkEvery = 100 * time.Millisecond
@@ -70,6 +75,21 @@ func newInflight(nc net.Conn) *inflight {
 	return f
 }
 
+// recheck makes the next backlogged call ask the kernel: the socket was
+// short of space, or more media is about to follow a full batch.
+func (f *inflight) recheck() { f.lastHeld = true }
+
+// setNotSentLowat asks the kernel to refuse writes while more than n bytes
+// are unsent (TCP_NOTSENT_LOWAT): a non-blocking writer then learns of a
+// slow peer from a short write, without asking.
+func (f *inflight) setNotSentLowat(n int) {
+	var serr error
+	err := f.raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, n)
+	})
+	f.lowat = err == nil && serr == nil
+}
+
 // wrote records a flushed batch of n bytes whose media frames span
 // [firstTS, lastTS] (hasMedia false for control-only batches).
 func (f *inflight) wrote(n int, hasMedia bool, firstTS, lastTS uint32) {
@@ -95,7 +115,7 @@ func (f *inflight) backlogged(now time.Time, maxNotSent int, maxLagMS int64) boo
 	if !f.any {
 		return false
 	}
-	if !f.lastBusy && f.sinceCheck < maxNotSent && now.Sub(f.lastCheck) < checkEvery {
+	if now.Sub(f.lastCheck) < checkEvery && !f.lastHeld && (f.lowat || !f.lastBusy && f.sinceCheck < maxNotSent) {
 		return false
 	}
 	f.lastCheck, f.sinceCheck = now, 0
@@ -103,10 +123,9 @@ func (f *inflight) backlogged(now time.Time, maxNotSent int, maxLagMS int64) boo
 		return false
 	}
 	f.lastBusy = f.notsent > 0
-	if f.notsent == 0 {
-		return false // all sent: what is in flight is up to the network
-	}
-	return f.notsent > maxNotSent || f.lagMS() > maxLagMS
+	// All sent: what is in flight is up to the network.
+	f.lastHeld = f.notsent > 0 && (f.notsent > maxNotSent || f.lagMS() > maxLagMS)
+	return f.lastHeld
 }
 
 // lagMS is the media time between the frame the kernel is delivering now and
