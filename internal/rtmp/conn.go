@@ -173,14 +173,14 @@ func newConn(nc net.Conn, cfg ConnConfig, log *slog.Logger) *Conn {
 	}
 	br := bufio.NewReaderSize(nc, 16<<10)
 	c := &Conn{
-		nc:         nc,
-		cfg:        cfg,
-		log:        log,
-		br:         br,
-		reader:     NewChunkReader(br, cfg.MaxMessageSize),
-		writer:     NewChunkWriter(),
-		notify:     make(chan struct{}, 1),
-		closed:     make(chan struct{}),
+		nc:     nc,
+		cfg:    cfg,
+		log:    log,
+		br:     br,
+		reader: NewChunkReader(br, cfg.MaxMessageSize),
+		writer: NewChunkWriter(),
+		notify: make(chan struct{}, 1),
+		closed: make(chan struct{}),
 	}
 	c.readTimeout.Store(int64(cfg.ReadTimeout))
 	c.inflight = newInflight(nc)
