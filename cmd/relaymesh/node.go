@@ -70,8 +70,9 @@ func (n *nodeFlags) load(fs *flag.FlagSet, defRTMP, defHTTP string) (config.Conf
 	return cfg, log, err
 }
 
-func hubConfig(c config.Hub) hub.Config {
+func hubConfig(c config.Hub, r config.RTMP) hub.Config {
 	return hub.Config{
+		WriteBatch:        r.WriteBatch,
 		ViewerQueue:       c.ViewerQueue,
 		ViewerQueueFrames: c.ViewerQueueFrames,
 		SlowViewerTimeout: c.SlowViewerTimeout,
@@ -145,7 +146,7 @@ func packagerConfig(c config.HLS, log *slog.Logger, reg prometheus.Registerer) (
 
 func newNode(cfg config.Config, log *slog.Logger) (*node, error) {
 	n := &node{cfg: cfg, log: log, http: httpserver.New(log)}
-	n.hubs = hub.NewRegistry(hubConfig(cfg.Hub), log)
+	n.hubs = hub.NewRegistry(hubConfig(cfg.Hub, cfg.RTMP), log)
 	if err := n.hubs.RegisterMetrics(n.http.Registry); err != nil {
 		return nil, err
 	}

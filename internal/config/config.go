@@ -65,7 +65,7 @@ type RTMP struct {
 	MaxConnections   int           `yaml:"max_connections"`    // 0 = unlimited (default 0)
 	Grace            time.Duration `yaml:"grace"`              // viewers wait this long for a stopped broadcaster (default 30s)
 	Drain            time.Duration `yaml:"drain"`              // on SIGTERM, connections get this long to finish (default 5s)
-	WriteBatch       time.Duration `yaml:"write_batch"`        // gather frames this long per write to a viewer (default 50ms)
+	WriteBatch       time.Duration `yaml:"write_batch"`        // write viewers in rounds this far apart (default 100ms; 0: each frame at once)
 }
 
 // HTTP configures the HTTP listener (/healthz, /metrics, /api/v1/streams).
@@ -143,7 +143,7 @@ func Default() Config {
 			ViewerSendBuffer: 128 << 10,
 			Grace:            30 * time.Second,
 			Drain:            5 * time.Second,
-			WriteBatch:       50 * time.Millisecond,
+			WriteBatch:       100 * time.Millisecond,
 		},
 		HTTP: HTTP{Listen: "127.0.0.1:8080"},
 		Hub: Hub{

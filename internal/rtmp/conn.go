@@ -129,6 +129,8 @@ type Conn struct {
 	ctrl       []Message
 	bindings   []*binding
 	closeAfter bool // close once the control queue is flushed
+	onClose    []context.CancelFunc // called by Close
+	isClosed   bool
 	closeErr   error
 
 	readTimeout atomic.Int64 // ns; 0 = none
@@ -150,6 +152,7 @@ type Conn struct {
 	rawWrite   func(fd uintptr) bool // doRawWrite, bound once
 	rawErr     error
 	stuckSince time.Time // the socket has taken nothing since
+	slowUntil  time.Time // the socket was full lately: feed it in small steps
 	failed     error     // a media source ended: close once its status is written
 
 	lastAck   uint64
@@ -171,7 +174,7 @@ func newConn(nc net.Conn, cfg ConnConfig, log *slog.Logger) *Conn {
 			_ = tc.SetWriteBuffer(cfg.SendBuffer)
 		}
 	}
-	br := bufio.NewReaderSize(nc, 16<<10)
+	br := bufio.NewReaderSize(nc, readBuffer)
 	c := &Conn{
 		nc:     nc,
 		cfg:    cfg,
@@ -373,8 +376,13 @@ func (c *Conn) Close(err error) {
 		}
 		bindings := c.bindings
 		c.bindings = nil
+		onClose := c.onClose
+		c.onClose, c.isClosed = nil, true
 		c.mu.Unlock()
 		close(c.closed)
+		for _, f := range onClose {
+			f()
+		}
 		c.nc.Close()
 		for _, b := range bindings {
 			b.src.Close()
@@ -552,7 +560,11 @@ func (c *Conn) gather(now time.Time) (closeAfter, held bool, failed error) {
 	clear(c.ctrlSpare)
 	binds := c.binds
 	defer clear(binds)
-	// Hold media back while the kernel already holds enough of it.
+	// Hold media back while the kernel already holds enough of it; ask it
+	// every time for a peer that was slow lately.
+	if now.Before(c.slowUntil) {
+		c.recheck()
+	}
 	held = len(binds) > 0 && c.inflight != nil && c.inflight.backlogged(now, c.cfg.MaxNotSent, c.cfg.MaxInflight.Milliseconds())
 	if held {
 		for _, b := range binds {
@@ -569,7 +581,7 @@ func (c *Conn) gather(now time.Time) (closeAfter, held bool, failed error) {
 			c.wake() // more to do after this flush
 			break
 		}
-		frames, err := b.src.Poll(c.frames[:0], min(c.cfg.BatchBytes-c.writer.Pending(), c.pollBytes()))
+		frames, err := b.src.Poll(c.frames[:0], min(c.cfg.BatchBytes-c.writer.Pending(), c.pollBytes(now)))
 		for _, f := range frames {
 			c.appendFrame(b, f)
 		}
@@ -648,7 +660,7 @@ func (c *Conn) service(now time.Time) bool {
 			}
 			return true
 		}
-		full := c.writer.Pending() >= c.pollBytes()/2 // the source may have more
+		full := c.writer.Pending() >= c.pollBytes(now)/2 // the source may have more
 		if !c.flushSome(now) {
 			return false
 		}
@@ -658,12 +670,12 @@ func (c *Conn) service(now time.Time) bool {
 		}
 		if c.writer.Pending() > 0 {
 			c.recheck() // the socket is full: ask the kernel before more media
+			c.slowUntil = now.Add(time.Second)
 			return true
 		}
 		if !full {
 			return true
 		}
-		c.recheck()
 	}
 	c.wake() // more pending: serve again before the next round
 	return true
@@ -709,15 +721,20 @@ func (c *Conn) doRawWrite(fd uintptr) bool {
 	return true // never wait for the socket: the next round retries
 }
 
-// pollBytes bounds one batch of media: whole batches go to the kernel (even
-// past TCP_NOTSENT_LOWAT, which the kernel checks only between its packets),
-// so where the writer can see the kernel's queue it feeds it in smaller
-// steps and checks the backlog in between.
-func (c *Conn) pollBytes() int {
-	if c.inflight != nil {
+// pollBytes bounds one batch of media. Whole batches go to the kernel, even
+// past TCP_NOTSENT_LOWAT, which the kernel checks only between its packets,
+// so the steps are small (2 × MaxNotSent), and smaller still for a socket
+// found full lately (a slow peer): little sits where nothing can be dropped.
+func (c *Conn) pollBytes(now time.Time) int {
+	switch {
+	case c.inflight == nil:
+		return c.cfg.BatchBytes
+	case !c.inflight.lowat:
 		return 2 * c.cfg.MaxNotSent
+	case now.Before(c.slowUntil):
+		return max(c.cfg.MaxNotSent/2, 1)
 	}
-	return c.cfg.BatchBytes
+	return 2 * c.cfg.MaxNotSent
 }
 
 func (c *Conn) appendFrame(b *binding, f *av.Frame) {
@@ -776,16 +793,18 @@ func UserControlMessage(event uint16, streamID uint32) Message {
 	return Message{Type: TypeUserControl, Payload: p}
 }
 
-// Context returns a context cancelled when the connection closes.
+// Context returns a context cancelled when the connection closes (without a
+// goroutine of its own per connection).
 func (c *Conn) Context(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(parent)
-	go func() {
-		select {
-		case <-c.closed:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	c.mu.Lock()
+	if c.isClosed {
+		c.mu.Unlock()
+		cancel()
+		return ctx, cancel
+	}
+	c.onClose = append(c.onClose, cancel)
+	c.mu.Unlock()
 	return ctx, cancel
 }
 
@@ -796,3 +815,8 @@ func setBufferLengthMessage(streamID, ms uint32) Message {
 	binary.BigEndian.PutUint32(p[6:], ms)
 	return Message{Type: TypeUserControl, Payload: p}
 }
+
+// readBuffer is the size of a connection's read buffer. Viewers send
+// little; a publisher's large chunks bypass the buffer (bufio reads straight
+// into the message when the buffer is empty and the read is larger).
+const readBuffer = 4 << 10

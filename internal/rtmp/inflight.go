@@ -41,6 +41,11 @@ type inflight struct {
 
 const checkEvery = 100 * time.Millisecond
 
+// checkEveryLowat is the same where the kernel enforces the unsent limit
+// itself: only the media lag in flight is left to check, and the lag limit
+// (MaxInflight, 500ms) is coarse anyway.
+const checkEveryLowat = 400 * time.Millisecond
+
 type batchMark struct {
 	end     uint64 // written offset after the batch
 	firstTS uint32 // first media timestamp in the batch
@@ -115,8 +120,13 @@ func (f *inflight) backlogged(now time.Time, maxNotSent int, maxLagMS int64) boo
 	if !f.any {
 		return false
 	}
-	if now.Sub(f.lastCheck) < checkEvery && !f.lastHeld && (f.lowat || !f.lastBusy && f.sinceCheck < maxNotSent) {
-		return false
+	if !f.lastHeld {
+		if f.lowat && now.Sub(f.lastCheck) < checkEveryLowat {
+			return false
+		}
+		if !f.lowat && now.Sub(f.lastCheck) < checkEvery && !f.lastBusy && f.sinceCheck < maxNotSent {
+			return false
+		}
 	}
 	f.lastCheck, f.sinceCheck = now, 0
 	if err := f.raw.Control(f.control); err != nil {

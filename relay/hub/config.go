@@ -18,6 +18,10 @@ type Config struct {
 	// SlowViewerTimeout: a viewer that keeps losing audio for this much media
 	// time is closed with ErrTooSlow. Default 10s.
 	SlowViewerTimeout time.Duration
+	// WriteBatch is how long viewers' writers let frames gather on purpose
+	// before writing them (rtmp.write_batch): that much of a queue is not a
+	// backlog, and the drop policy does not count it.
+	WriteBatch time.Duration
 	// GOPCacheMaxFrames bounds the GOP cache in frames. Default 2500.
 	GOPCacheMaxFrames int
 	// GOPCacheMaxBytes bounds the GOP cache in payload bytes. Default 32 MiB.

@@ -266,6 +266,7 @@ func (h *Hub) Subscribe(o SubscribeOptions) *Subscriber {
 		notify:     o.Notify,
 		done:       make(chan struct{}),
 		queueMS:    h.cfg.ViewerQueue.Milliseconds(),
+		batchMS:    h.cfg.WriteBatch.Milliseconds(),
 		timeoutMS:  h.cfg.SlowViewerTimeout.Milliseconds(),
 		waitKey:    !h.live || !h.gop.active,
 		listed:     true,
@@ -274,15 +275,15 @@ func (h *Hub) Subscribe(o SubscribeOptions) *Subscriber {
 	if s.notify == nil {
 		s.notify = make(chan struct{}, 1)
 	}
-	capacity := len(burst)
+	bound := len(burst)
 	if o.Lossless {
 		s.limit = h.cfg.LosslessQueueFrames
-		capacity += s.limit
+		bound += s.limit
 	} else {
 		s.limit = h.cfg.ViewerQueueFrames
-		capacity += s.limit + max(ringSlack, s.limit/16)
+		bound += s.limit + max(ringSlack, s.limit/16)
 	}
-	s.q = newQueue(capacity, !o.Lossless)
+	s.q = newQueue(len(burst)+initialQueue, bound, !o.Lossless)
 	for _, f := range burst {
 		s.q.push(f, true)
 	}

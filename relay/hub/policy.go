@@ -13,12 +13,15 @@ const (
 // level measures the viewer's backlog when f is about to be queued: the
 // larger of (media time from the oldest queued droppable frame to f) /
 // ViewerQueue and (queued frames) / ViewerQueueFrames, in quarters, capped at
-// levelFull. Frames of the join burst do not count.
+// levelFull. Frames of the join burst do not count, nor the media time a
+// writer gathers on purpose (WriteBatch).
 func (s *Subscriber) level(f *av.Frame) int {
 	lv := s.q.live() * 4 / s.limit
 	if oldest, ok := s.q.oldestTS(); ok && s.queueMS > 0 {
-		if d := int32(f.Timestamp - oldest); d > 0 { // serial arithmetic: wraps at 2^32 ms
-			if t := int(int64(d) * 4 / s.queueMS); t > lv {
+		// Serial arithmetic (wraps at 2^32 ms); what waits for the writer's
+		// batch is no backlog.
+		if d := int64(int32(f.Timestamp-oldest)) - s.batchMS; d > 0 {
+			if t := int(d * 4 / s.queueMS); t > lv {
 				lv = t
 			}
 		}

@@ -349,3 +349,58 @@ func TestStalledVideoOnlyViewerClosed(t *testing.T) {
 		t.Fatalf("Err = %v, want ErrTooSlow", s.Err())
 	}
 }
+
+// What a viewer's writer gathers on purpose (WriteBatch) is not a backlog:
+// the thresholds count from beyond it.
+func TestDropLevelsIgnoreWriteBatch(t *testing.T) {
+	h, s := stalledViewer(t, Config{ViewerQueue: time.Second, ViewerQueueFrames: 1000, WriteBatch: 200 * time.Millisecond})
+	h.Write(av.KindVideo, 0, idr)
+	h.Write(av.KindVideo, 300, bDisp) // 300 ms queued, 100 beyond the batch: kept
+	h.Write(av.KindVideo, 460, bDisp) // 260 beyond the batch: ≥ 1/4, dropped
+	if in := s.Info(); in.Queued != 2 || in.DroppedByClass.Disposable != 1 {
+		t.Fatalf("queued %d, dropped %+v; want 2 queued and the second disposable frame dropped", in.Queued, in.DroppedByClass)
+	}
+}
+
+// A queue starts small and grows to its bound without losing order.
+func TestQueueGrows(t *testing.T) {
+	q := newQueue(2, 100, true)
+	frames := make([]*av.Frame, 100)
+	for i := range frames {
+		frames[i] = &av.Frame{Kind: av.KindAudio, Timestamp: uint32(i), Payload: aacRaw}
+	}
+	// Wrap the ring before it grows.
+	q.push(frames[0], false)
+	q.push(frames[1], false)
+	if q.pop() != frames[0] {
+		t.Fatal("order")
+	}
+	next := 1
+	for i := 2; i < 100; i++ {
+		q.push(frames[i], false)
+		if i%3 == 0 { // interleave pops so the head moves around
+			if f := q.pop(); f != frames[next] {
+				t.Fatalf("popped ts %d, want %d", f.Timestamp, next)
+			}
+			next++
+		}
+	}
+	if oldest, _ := q.oldestTS(); oldest != uint32(next) {
+		t.Fatalf("oldest timestamp %d, want %d", oldest, next)
+	}
+	for q.n > 0 {
+		if f := q.pop(); f != frames[next] {
+			t.Fatalf("popped ts %d, want %d", f.Timestamp, next)
+		}
+		next++
+	}
+	if next != 100 || len(q.frames) > 100 {
+		t.Fatalf("got %d frames, ring of %d", next, len(q.frames))
+	}
+	for i := range 100 {
+		q.push(frames[i], false)
+	}
+	if !q.full() {
+		t.Fatal("a queue holding its bound is not full")
+	}
+}

@@ -2,8 +2,8 @@ package hub
 
 import "github.com/relaymesh/relaymesh/internal/av"
 
-// queue is a fixed-capacity FIFO of frames, preallocated when a subscriber
-// joins, plus a parallel FIFO of the timestamps of the droppable media frames
+// queue is a bounded FIFO of frames, a ring that starts small and doubles up
+// to its bound when a viewer falls behind (most never do), plus a parallel FIFO of the timestamps of the droppable media frames
 // it holds (the drop policy measures backlog from the oldest of those).
 // Frames queued as the join burst (headers and GOP cache) are counted in
 // burst and kept out of the backlog accounting.
@@ -14,25 +14,52 @@ type queue struct {
 	tsHead, tsN int
 	oldest      uint32 // ts[tsHead] when tsN > 0, kept here for the writer's cache's sake
 	burst       int    // frames at the head that came from the join burst
+	bound       int    // most frames the queue may hold
 }
 
-// newQueue preallocates a queue; without backlog accounting (lossless
-// subscribers) it keeps no timestamps.
-func newQueue(capacity int, backlog bool) queue {
-	q := queue{frames: make([]*av.Frame, capacity)}
+// initialQueue is how many frames a new queue has room for beyond its join
+// burst before it first grows.
+const initialQueue = 64
+
+// newQueue makes a queue for up to bound frames with room for initial of
+// them; without backlog accounting (lossless subscribers) it keeps no
+// timestamps.
+func newQueue(initial, bound int, backlog bool) queue {
+	initial = max(min(initial, bound), 1)
+	q := queue{frames: make([]*av.Frame, initial), bound: bound}
 	if backlog {
-		q.ts = make([]uint32, capacity)
+		q.ts = make([]uint32, initial)
 	}
 	return q
 }
 
-func (q *queue) full() bool { return q.n == len(q.frames) }
+func (q *queue) full() bool { return q.n >= q.bound }
+
+// grow doubles the ring (up to the bound), keeping the order.
+func (q *queue) grow() {
+	size := min(2*len(q.frames), q.bound)
+	frames := make([]*av.Frame, size)
+	for i := 0; i < q.n; i++ {
+		frames[i] = q.frames[(q.head+i)%len(q.frames)]
+	}
+	q.frames, q.head = frames, 0
+	if q.ts != nil {
+		ts := make([]uint32, size)
+		for i := 0; i < q.tsN; i++ {
+			ts[i] = q.ts[(q.tsHead+i)%len(q.ts)]
+		}
+		q.ts, q.tsHead = ts, 0
+	}
+}
 
 // live is the number of queued frames that were queued after the join burst.
 func (q *queue) live() int { return q.n - q.burst }
 
 // push appends f; the caller checked that the queue is not full.
 func (q *queue) push(f *av.Frame, burst bool) {
+	if q.n == len(q.frames) {
+		q.grow()
+	}
 	i := q.head + q.n
 	if i >= len(q.frames) {
 		i -= len(q.frames)

@@ -66,6 +66,7 @@ type Subscriber struct {
 	// Set once at Subscribe from the hub's Config.
 	limit     int   // ViewerQueueFrames or LosslessQueueFrames
 	queueMS   int64 // ViewerQueue in ms
+	batchMS   int64 // WriteBatch in ms
 	timeoutMS int64 // SlowViewerTimeout in ms
 
 	mu      sync.Mutex
