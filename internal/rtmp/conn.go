@@ -128,7 +128,7 @@ type Conn struct {
 	mu         sync.Mutex
 	ctrl       []Message
 	bindings   []*binding
-	closeAfter bool // close once the control queue is flushed
+	closeAfter bool                 // close once the control queue is flushed
 	onClose    []context.CancelFunc // called by Close
 	isClosed   bool
 	closeErr   error
