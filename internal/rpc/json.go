@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +40,8 @@ func toJSON(v any, depth int) (any, error) {
 		return x, nil
 	case time.Time:
 		return x.UTC().Format(time.RFC3339Nano), nil
+	case []byte: // an AMF3 ByteArray: base64, as encoding/json writes bytes
+		return base64.StdEncoding.EncodeToString(x), nil
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
