@@ -91,12 +91,24 @@ func devMain(ctx context.Context, args []string, ready func(httpAddr string)) er
 		return err
 	}
 	in := ingest.New(ingest.Config{Auth: ingest.Auth{Open: true}}, pn.hubs, pn.log)
-	ph := relay.NewHandler(relay.Options{Hubs: pn.hubs, Publish: in.Publish, Grace: pn.cfg.RTMP.Grace, Log: pn.log})
+	// Shared objects and RPC, persistent objects in the bus's bucket, as a
+	// primary with --nats keeps them.
+	soConn, err := connect("primary-so")
+	if err != nil {
+		return err
+	}
+	defer soConn.Close()
+	sos, stopSO, err := (&soFlags{data: filepath.Join(dir, "so")}).primary(pn, pn.log, soConn)
+	if err != nil {
+		return err
+	}
+	defer stopSO()
+	ph := relay.NewHandler(relay.Options{Hubs: pn.hubs, Publish: in.Publish, Messages: sos.Message, Grace: pn.cfg.RTMP.Grace, Log: pn.log})
 	primaryRTMP := pn.rtmpLn.Addr().String()
 	if err := devAgent(ctx, spawn, connect, ps, pn, nil); err != nil {
 		return err
 	}
-	spawn("primary", func() error { return pn.run(ctx, ph) })
+	spawn("primary", func() error { return pn.run(ctx, sos.Wrap(ph)) })
 	// Relays pulling from the primary until told otherwise.
 	for _, s := range g.Servers() {
 		if s.Role == graph.RolePrimary {
@@ -106,15 +118,20 @@ func devMain(ctx context.Context, args []string, ready func(httpAddr string)) er
 		if err != nil {
 			return err
 		}
-		up, err := relay.NewUpstream(ctx, relay.UpstreamConfig{URL: "rtmp://" + primaryRTMP, RelayID: s.ID, Conn: connConfig(n.cfg.RTMP)}, n.hubs, n.log)
+		n.cfg.Relay.Upstream = "rtmp://" + primaryRTMP
+		up, err := relay.NewUpstream(ctx, relay.UpstreamConfig{URL: n.cfg.Relay.Upstream, RelayID: s.ID, Conn: connConfig(n.cfg.RTMP)}, n.hubs, n.log)
 		if err != nil {
 			return err
 		}
-		h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Grace: n.cfg.RTMP.Grace, Log: n.log})
-		if err := devAgent(ctx, spawn, connect, s, n, up); err != nil {
+		sor, err := soRelay(ctx, n.cfg, connConfig(n.cfg.RTMP), n.log)
+		if err != nil {
 			return err
 		}
-		spawn(s.ID, func() error { return n.run(ctx, h) })
+		h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Messages: sor.Message, Grace: n.cfg.RTMP.Grace, Log: n.log})
+		if err := devAgent(ctx, spawn, connect, s, n, upstreamPuller{Upstream: up, also: sor.SetUpstream}); err != nil {
+			return err
+		}
+		spawn(s.ID, func() error { return n.run(ctx, sor.Wrap(h)) })
 	}
 
 	// Orchestrator and redirector.
@@ -147,14 +164,15 @@ func devMain(ctx context.Context, args []string, ready func(httpAddr string)) er
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
+	var err2 error
 	select {
 	case <-ctx.Done():
-	case err := <-errCh:
-		cancel()
-		wg.Wait()
-		return err
+	case err2 = <-errCh:
 	}
-	return nil
+	// Every server stops before the shared objects are saved (deferred).
+	cancel()
+	wg.Wait()
+	return err2
 }
 
 // devNode starts the listeners of one server on free loopback ports.
@@ -167,14 +185,10 @@ func devNode(s graph.Server, log *slog.Logger) (*node, error) {
 
 // devAgent connects a server to the bus.
 func devAgent(ctx context.Context, spawn func(string, func() error), connect func(string) (*bus.Conn, error),
-	s graph.Server, n *node, up *relay.Upstream) error {
+	s graph.Server, n *node, p agent.Puller) error {
 	conn, err := connect(s.ID)
 	if err != nil {
 		return err
-	}
-	var p agent.Puller
-	if up != nil {
-		p = up
 	}
 	a, err := agent.New(agent.Config{ID: s.ID, Location: s.Location, RTMP: n.rtmpLn.Addr().String(), HTTP: n.httpLn.Addr().String(),
 		CapacityViewers: s.CapacityViewers, CapacityMbps: s.CapacityMbps}, conn, agent.HubStats(n.hubs), p, n.log)

@@ -58,6 +58,23 @@ func TestDevMeshAnswers(t *testing.T) {
 	if ch.Relay != "primary" || ch.Viewer != "US" {
 		t.Fatalf("choice %+v", ch)
 	}
+
+	// Shared objects work on every server of the dev mesh: a change made
+	// on one relay reaches clients of another relay and of the primary.
+	var cs []*meshClient
+	for _, url := range []string{mv.Relays[0].RTMPURL, mv.Relays[1].RTMPURL, mv.Primary.RTMPURL} {
+		c := dialMesh(t, ctx, url+"/live/room")
+		o, err := c.Use(ctx, "chat", false)
+		if err != nil {
+			t.Fatalf("%s: use: %v", url, err)
+		}
+		c.obj = o
+		cs = append(cs, c)
+	}
+	if err := cs[0].obj.Set(ctx, "topic", "dev"); err != nil {
+		t.Fatal(err)
+	}
+	waitAll(t, ctx, "topic", cs, func(c *meshClient) bool { v, _ := c.obj.Get("topic"); return v == "dev" })
 	stop()
 }
 
