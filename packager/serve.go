@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -81,13 +82,31 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 		}
 		return st.manifest(st.p.baseURL(r))
 	})
+	var body []byte
+	var etag string
+	gz := err == nil && acceptsGzip(r)
+	if gz {
+		if out.gz == nil {
+			out.gz = gzipBytes(out.body)
+		}
+		// Each representation has its own strong validator.
+		body, etag = out.gz, strings.TrimSuffix(out.etag, `"`)+`-gz"`
+	} else if err == nil {
+		body, etag = out.body, out.etag
+	}
 	st.mu.Unlock()
 	if err != nil {
 		st.log.Error("render", "file", key, "err", err)
 		httpError(w, http.StatusInternalServerError, cacheNone)
 		return
 	}
-	st.p.serveBytes(w, r, out.body, ctype, cachePlaylist, out.etag, time.Time{})
+	h := w.Header()
+	h.Set("Vary", "Accept-Encoding")
+	if gz {
+		h.Set("Content-Encoding", "gzip")
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	st.p.serveBytes(w, r, body, ctype, cachePlaylist, etag, time.Time{})
 }
 
 // render returns the cached rendering of key for the current version, or

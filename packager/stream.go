@@ -42,6 +42,7 @@ type stream struct {
 type rendered struct {
 	version uint64
 	body    []byte
+	gz      []byte // body compressed with gzip, made on the first request that accepts it
 	etag    string
 	mod     time.Time
 }
