@@ -11,9 +11,15 @@ import (
 const audioGroup = "audio"
 
 // partSegments is how many of the newest complete segments keep their parts
-// listed in a low-latency playlist (the spec asks for the last three target
-// durations at least).
-const partSegments = 4
+// listed in a low-latency playlist, besides the segment in progress. Parts
+// are for players at the live edge (the spec lets a server drop them once
+// they are no longer there, and asks it to by three target durations);
+// hls.js needs the parts of the newest complete segment to start on parts.
+// Listing no older ones also bounds what hls.js does when a viewer's link
+// slows down: it fetches the parts of a segment one after another without
+// looking at its throughput again, as long as the next part is listed, and
+// only switches down after that (see docs/hls-dash.md).
+const partSegments = 1
 
 // mediaName is the file name of a segment (part < 0) or part of a rendition.
 func mediaName(sid string, r Rendition, msn uint64, part int, ts bool) string {
@@ -57,6 +63,10 @@ func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) {
 		pl.Version = 3
 	} else {
 		pl.Map = &playlist.MediaMap{URI: initName(sess.id, r)}
+		// Every fMP4 playlist answers blocking reloads (_HLS_msn), with or
+		// without parts: a player that switched to a rendition without parts
+		// learns of its next segment as soon as it is complete.
+		pl.ServerControl = &playlist.MediaServerControl{CanBlockReload: true}
 	}
 	if sess.disc > 0 {
 		pl.DiscontinuitySequence = new(sess.disc)
@@ -86,10 +96,41 @@ func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) {
 		pt := max(st.partMax[r], time.Millisecond)
 		pl.PartInf = &playlist.MediaPartInf{PartTarget: pt}
 		hold := 3 * pt
-		pl.ServerControl = &playlist.MediaServerControl{CanBlockReload: true, PartHoldBack: &hold}
+		pl.ServerControl.PartHoldBack = &hold
 		pl.PreloadHint = &playlist.MediaPreloadHint{URI: mediaName(sess.id, r, next, nextPart, false)}
 	}
+	if !ts {
+		pl.RenditionReport = st.renditionReports(r, segs)
+	}
 	return pl.Marshal()
+}
+
+// renditionReports tells a player following r where the other renditions
+// of the stream stand (EXT-X-RENDITION-REPORT), so that it can ask for the
+// right update of the one it switches to; st.mu is held.
+func (st *stream) renditionReports(r Rendition, segs []*segment) []*playlist.MediaRenditionReport {
+	sess := st.seg.sess
+	last := segs[len(segs)-1]
+	var out []*playlist.MediaRenditionReport
+	for o := Full; o < numRenditions; o++ {
+		t := sess.byRend[o]
+		if o == r || t == nil {
+			continue
+		}
+		rep := &playlist.MediaRenditionReport{URI: o.String() + ".m3u8", LastMSN: int(last.msn)}
+		if t.parts {
+			// The last part: of the segment in progress, or else of the
+			// newest complete one.
+			i := trackIndex(sess, t)
+			if cur := st.seg.cur; cur != nil && cur.sess == sess && len(cur.tracks[i].parts) > 0 {
+				rep.LastMSN, rep.LastPart = int(cur.msn), new(len(cur.tracks[i].parts)-1)
+			} else if last.sess == sess && len(last.tracks[i].parts) > 0 {
+				rep.LastPart = new(len(last.tracks[i].parts) - 1)
+			}
+		}
+		out = append(out, rep)
+	}
+	return out
 }
 
 // hlsParts lists parts, raising the rendition's PART-TARGET to the longest
