@@ -49,9 +49,11 @@ func validHost(h string) bool {
 func dur(d time.Duration) *m.Duration { return m.Ptr(m.Duration(d)) }
 
 // manifest renders the live DASH MPD; st.mu is held and there is at least
-// one complete segment.
+// one complete segment. Each session listed (a run of segments with the same
+// codec parameters) is a Period of its own, starting at the session's first
+// frame: a codec change mid-stream starts a new Period, with its own init
+// segments, and the earlier one stays until its segments leave the window.
 func (st *stream) manifest(base string) ([]byte, error) {
-	sess := st.seg.sess
 	segs := st.seg.complete()
 	segMin := st.p.cfg.SegmentMinDuration
 	ast := st.ast
@@ -75,11 +77,26 @@ func (st *stream) manifest(base string) ([]byte, error) {
 	mpd.MaxSegmentDuration = dur(st.segMax)
 	mpd.UTCTimings = []*m.DescriptorType{{SchemeIdUri: dashTimeScheme, Value: base + "/dash/time"}}
 
+	for k := 0; k < len(segs); {
+		j := k + 1
+		for j < len(segs) && segs[j].sess == segs[k].sess {
+			j++
+		}
+		mpd.AppendPeriod(st.period(segs[k].sess, segs[k:j]))
+		k = j
+	}
+	var buf bytes.Buffer
+	if _, err := mpd.Write(&buf, "  ", true); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// period is the Period of a session, listing segs (its listed segments).
+func (st *stream) period(sess *session, segs []*segment) *m.Period {
 	period := m.NewPeriod()
 	period.Id = sess.id
 	period.Start = dur(time.Duration(sess.start) * time.Millisecond)
-	mpd.AppendPeriod(period)
-
 	if sess.vc != nil {
 		as := m.NewAdaptationSetWithParams("video", "video/mp4", true, 1)
 		as.Id = m.Ptr(uint32(0))
@@ -88,7 +105,7 @@ func (st *stream) manifest(base string) ([]byte, error) {
 		as.MaxWidth, as.MaxHeight = uint32(sess.vc.width), uint32(sess.vc.height)
 		for r := Full; r <= Key; r++ {
 			t := sess.byRend[r]
-			peak, _ := st.seg.bandwidth(t)
+			peak, _ := st.seg.bandwidth(r)
 			rep := m.NewVideoRepresentation(r.String(), t.codec, "", "", max(peak, 1), sess.vc.width, sess.vc.height)
 			as.AppendRepresentation(rep)
 		}
@@ -98,7 +115,7 @@ func (st *stream) manifest(base string) ([]byte, error) {
 		as := m.NewAdaptationSetWithParams("audio", "audio/mp4", true, 1)
 		as.Id = m.Ptr(uint32(1))
 		as.SegmentTemplate = st.template(sess, a, segs, uint64(sess.start)*uint64(a.timescale)/1000)
-		peak, _ := st.seg.bandwidth(a)
+		peak, _ := st.seg.bandwidth(Audio)
 		rep := m.NewAudioRepresentation(Audio.String(), a.codec, "", max(peak, 1), int(a.timescale))
 		rep.AudioChannelConfigurations = []*m.DescriptorType{{
 			SchemeIdUri: "urn:mpeg:dash:23003:3:audio_channel_configuration:2011",
@@ -107,11 +124,7 @@ func (st *stream) manifest(base string) ([]byte, error) {
 		as.AppendRepresentation(rep)
 		period.AppendAdaptationSet(as)
 	}
-	var buf bytes.Buffer
-	if _, err := mpd.Write(&buf, "  ", true); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return period
 }
 
 // template is the SegmentTemplate of an adaptation set whose timing follows

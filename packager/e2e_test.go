@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/relaymesh/relaymesh/internal/av"
 )
 
 // badLine matches the warnings and errors of ffmpeg that mean broken
@@ -145,4 +149,87 @@ func TestEndToEnd(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestEndToEndCodecChange: the publisher comes back with another picture
+// size and profile. The playlists keep the first session's segments, then
+// the second's after a discontinuity; each session's files decode without
+// error with ffmpeg at their own size. (Each session is decoded on its own:
+// ffmpeg's HLS reader handles neither a second EXT-X-MAP, it keeps the
+// first init segment, nor the MPEG-TS continuity counters restarting at a
+// discontinuity; players do.)
+func TestEndToEndCodecChange(t *testing.T) {
+	first := encodeSize(t, "640x360", 6, "-bf", "0")
+	second := encodeSize(t, "320x240", 6, "-profile:v", "baseline")
+	// As the hub delivers it: the second session's timestamps continue
+	// just after the first's.
+	last := first[len(first)-1].Timestamp
+	frames := append(slices.Clone(first), av.NewEvent(av.EventUnpublish, last), av.NewEvent(av.EventPublish, last))
+	for _, f := range second {
+		g := *f
+		g.Timestamp += last + 1
+		frames = append(frames, &g)
+	}
+	src := &fakeSource{}
+	for _, app := range []string{"live", "stb"} {
+		src.add(app, "c", &clip{frames: frames, burst: time.Minute, speed: 1, loops: 1})
+	}
+	p, err := New(src, Config{Logger: discardLogger(), Registerer: prometheus.NewRegistry(), Apps: map[string]AppConfig{"stb": {HLS: HLSMPEGTS}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p.Handler())
+	defer p.Close()
+	defer srv.Close()
+	c := srv.Client()
+
+	for _, tc := range []struct{ app, rend, ext string }{
+		{"live", "full", ".m4s"}, {"live", "key", ".m4s"}, {"live", "audio", ".m4s"}, {"stb", "full", ".ts"},
+	} {
+		base := srv.URL + "/hls/" + tc.app + "/c/"
+		var sessions [][]string // per session: init (fMP4), then segments
+		waitUntil(t, "both sessions in "+tc.app+"/"+tc.rend, func() bool {
+			_, pl := get(t, c, base+tc.rend+".m3u8")
+			sessions = sessions[:0]
+			sid := ""
+			for line := range strings.SplitSeq(string(pl), "\n") {
+				switch {
+				case strings.HasPrefix(line, "#EXT-X-MAP:URI="):
+					sessions = append(sessions, []string{strings.Trim(strings.TrimPrefix(line, "#EXT-X-MAP:URI="), `"`)})
+					sid = line[len(`#EXT-X-MAP:URI="`):][:8]
+				case strings.HasSuffix(line, tc.ext) && !strings.HasPrefix(line, "#"):
+					if line[:8] != sid {
+						sid = line[:8]
+						sessions = append(sessions, nil)
+					}
+					sessions[len(sessions)-1] = append(sessions[len(sessions)-1], line)
+				}
+			}
+			// The second session is complete once the stream ended.
+			return len(sessions) == 2 && len(sessions[1]) >= 3 && strings.Contains(string(pl), "#EXT-X-DISCONTINUITY")
+		})
+		for k, files := range sessions {
+			var data []byte
+			for _, f := range files {
+				resp, b := get(t, c, base+f)
+				if resp.StatusCode != 200 {
+					t.Fatalf("%s: %d", f, resp.StatusCode)
+				}
+				data = append(data, b...)
+			}
+			path := filepath.Join(t.TempDir(), tc.rend+tc.ext)
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			runTool(t, "ffmpeg", "-hide_banner", "-v", "warning", "-i", path, "-f", "null", "-")
+			if tc.rend == "audio" {
+				continue
+			}
+			out, _ := runTool(t, "ffprobe", "-v", "warning", "-select_streams", "v", "-show_entries", "stream=width,height", "-of", "csv=p=0", path)
+			sizes := slices.Compact(slices.DeleteFunc(strings.Fields(out), func(s string) bool { return s == "" }))
+			if want := []string{"640,360", "320,240"}[k]; len(sizes) != 1 || sizes[0] != want {
+				t.Errorf("%s/%s session %d: video %q, want %s", tc.app, tc.rend, k, out, want)
+			}
+		}
+	}
 }

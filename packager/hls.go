@@ -2,6 +2,7 @@ package packager
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bluenviron/gohlslib/v2/pkg/playlist"
@@ -45,12 +46,13 @@ func trackDuration(seg *segment, i int, t *track) time.Duration {
 }
 
 // mediaPlaylist renders the media playlist of rendition r; st.mu is held and
-// there is at least one complete segment.
+// there is at least one complete segment. Segments of an earlier session
+// (other codec parameters) follow one another with EXT-X-DISCONTINUITY and
+// the init segment of their session (EXT-X-MAP).
 func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) {
 	sess := st.seg.sess
 	segs := st.seg.complete()
 	t := sess.byRend[r]
-	i := trackIndex(sess, t)
 	ts := st.app_.HLS == HLSMPEGTS
 	ll := t.parts
 
@@ -62,36 +64,57 @@ func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) {
 	if ts {
 		pl.Version = 3
 	} else {
-		pl.Map = &playlist.MediaMap{URI: initName(sess.id, r)}
+		pl.Map = &playlist.MediaMap{URI: initName(segs[0].sess.id, r)}
 		// Every fMP4 playlist answers blocking reloads (_HLS_msn), with or
 		// without parts: a player that switched to a rendition without parts
 		// learns of its next segment as soon as it is complete.
 		pl.ServerControl = &playlist.MediaServerControl{CanBlockReload: true}
 	}
-	if sess.disc > 0 {
-		pl.DiscontinuitySequence = new(sess.disc)
+	if d := segs[0].sess.disc; d > 0 {
+		pl.DiscontinuitySequence = &d
 	}
+	var maps []string // the init segment after each discontinuity, in order
 	for k, seg := range segs {
-		d := trackDuration(seg, i, t)
+		tt := seg.sess.byRend[r]
+		if tt == nil {
+			continue // cannot happen: sessions listed together offer the same renditions
+		}
+		i := trackIndex(seg.sess, tt)
+		d := trackDuration(seg, i, tt)
 		st.segMax = max(st.segMax, d)
-		ms := &playlist.MediaSegment{Duration: d, URI: mediaName(sess.id, r, seg.msn, -1, ts)}
-		if k == 0 || segs[k-1].msn+1 != seg.msn {
+		ms := &playlist.MediaSegment{Duration: d, URI: mediaName(seg.sess.id, r, seg.msn, -1, ts)}
+		disc := k > 0 && segs[k-1].sess != seg.sess
+		if disc {
+			ms.Discontinuity = true
+			if !ts {
+				maps = append(maps, initName(seg.sess.id, r))
+			}
+		}
+		if k == 0 || disc || segs[k-1].msn+1 != seg.msn {
 			wall := seg.wall.UTC()
 			ms.DateTime = &wall
 		}
 		if ll && k >= len(segs)-partSegments {
-			ms.Parts = st.hlsParts(sess.id, r, seg.msn, seg.tracks[i].parts)
+			ms.Parts = st.hlsParts(seg.sess.id, r, seg.msn, seg.tracks[i].parts)
 		}
 		pl.Segments = append(pl.Segments, ms)
 	}
 	pl.TargetDuration = int((st.segMax + time.Second - 1) / time.Second)
+	// The parts and preload hint of the segment in progress belong to the
+	// current session: behind a discontinuity when the newest listed
+	// segment is of another.
+	hintDisc := ""
+	if ll && segs[len(segs)-1].sess != sess {
+		hintDisc = initName(sess.id, r)
+	}
 	if ll {
 		pl.Version = 9
 		next := st.seg.nextMSN
 		nextPart := 0
 		if cur := st.seg.cur; cur != nil && cur.sess == sess {
-			pl.Parts = st.hlsParts(sess.id, r, cur.msn, cur.tracks[i].parts)
-			next, nextPart = cur.msn, len(cur.tracks[i].parts)
+			parts := cur.track(r).parts
+			pl.Parts = st.hlsParts(sess.id, r, cur.msn, parts)
+			next, nextPart = cur.msn, len(parts)
 		}
 		pt := max(st.partMax[r], time.Millisecond)
 		pl.PartInf = &playlist.MediaPartInf{PartTarget: pt}
@@ -102,7 +125,14 @@ func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) {
 	if !ts {
 		pl.RenditionReport = st.renditionReports(r, segs)
 	}
-	return pl.Marshal()
+	out, err := pl.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if len(maps) > 0 || hintDisc != "" {
+		out = addMaps(out, maps, hintDisc)
+	}
+	return out, nil
 }
 
 // renditionReports tells a player following r where the other renditions
@@ -121,16 +151,44 @@ func (st *stream) renditionReports(r Rendition, segs []*segment) []*playlist.Med
 		if t.parts {
 			// The last part: of the segment in progress, or else of the
 			// newest complete one.
-			i := trackIndex(sess, t)
-			if cur := st.seg.cur; cur != nil && cur.sess == sess && len(cur.tracks[i].parts) > 0 {
-				rep.LastMSN, rep.LastPart = int(cur.msn), new(len(cur.tracks[i].parts)-1)
-			} else if last.sess == sess && len(last.tracks[i].parts) > 0 {
-				rep.LastPart = new(len(last.tracks[i].parts) - 1)
+			if cur := st.seg.cur; cur != nil && cur.sess == sess && len(cur.track(o).parts) > 0 {
+				rep.LastMSN, rep.LastPart = int(cur.msn), new(len(cur.track(o).parts)-1)
+			} else if ts := last.track(o); ts != nil && len(ts.parts) > 0 {
+				rep.LastPart = new(len(ts.parts) - 1)
 			}
 		}
 		out = append(out, rep)
 	}
 	return out
+}
+
+// addMaps completes a marshalled media playlist with what gohlslib does not
+// write: the EXT-X-MAP of each session after its EXT-X-DISCONTINUITY (in
+// order, one URI per discontinuity), and, when hint is set, a discontinuity
+// and the map hint before what follows the last complete segment (the parts
+// and preload hint of a session that has no complete segment yet).
+func addMaps(body []byte, maps []string, hint string) []byte {
+	lines := strings.SplitAfter(string(body), "\n")
+	lastURI := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "#EXTINF:") {
+			lastURI = i + 1
+		}
+	}
+	var b strings.Builder
+	b.Grow(len(body) + (len(maps)+1)*64)
+	k := 0
+	for i, l := range lines {
+		b.WriteString(l)
+		if l == "#EXT-X-DISCONTINUITY\n" && k < len(maps) {
+			b.WriteString(`#EXT-X-MAP:URI="` + maps[k] + "\"\n")
+			k++
+		}
+		if i == lastURI && hint != "" {
+			b.WriteString("#EXT-X-DISCONTINUITY\n#EXT-X-MAP:URI=\"" + hint + "\"\n")
+		}
+	}
+	return []byte(b.String())
 }
 
 // hlsParts lists parts, raising the rendition's PART-TARGET to the longest
@@ -157,7 +215,7 @@ func (st *stream) multivariant() ([]byte, error) {
 	var apeak, aavg int
 	var acodec []string
 	if a := sess.audio; a != nil {
-		apeak, aavg = st.seg.bandwidth(a)
+		apeak, aavg = st.seg.bandwidth(Audio)
 		acodec = []string{a.codec}
 		if !ts && sess.vc != nil {
 			uri := Audio.String() + ".m3u8"
@@ -172,7 +230,7 @@ func (st *stream) multivariant() ([]byte, error) {
 		if t == nil {
 			continue
 		}
-		peak, avg := st.seg.bandwidth(t)
+		peak, avg := st.seg.bandwidth(r)
 		peak, avg = max(peak+apeak, 1), max(avg+aavg, 1)
 		v := &playlist.MultivariantVariant{
 			Bandwidth:        peak,

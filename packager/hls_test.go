@@ -11,6 +11,10 @@ import (
 	"github.com/relaymesh/relaymesh/internal/av"
 )
 
+// testAVCSeqSmall is a real x264 sequence header of another picture size and
+// profile (320x240, Constrained Baseline) than testAVCSeq.
+var testAVCSeqSmall = []byte{0x17, 0x0, 0x0, 0x0, 0x0, 0x1, 0x42, 0xc0, 0xd, 0xff, 0xe1, 0x0, 0x16, 0x67, 0x42, 0xc0, 0xd, 0xda, 0x5, 0x7, 0xec, 0x4, 0x40, 0x0, 0x0, 0x3, 0x0, 0x40, 0x0, 0x0, 0xc, 0x83, 0xc5, 0xa, 0xa8, 0x1, 0x0, 0x4, 0x68, 0xce, 0xf, 0xc8}
+
 // testStream is a stream of a packager that is never started: the test
 // pushes frames into its segmenter and renders its files directly.
 func testStream(t *testing.T, cfg Config) *stream {
@@ -108,9 +112,8 @@ func TestLowLatencyPlaylists(t *testing.T) {
 	if cur == nil || cur.msn != 3 {
 		t.Fatal("no segment 3 in progress")
 	}
-	sess := st.seg.sess
-	curParts := len(cur.tracks[trackIndex(sess, sess.byRend[Full])].parts)
-	audioParts := len(cur.tracks[trackIndex(sess, sess.byRend[Audio])].parts)
+	curParts := len(cur.track(Full).parts)
+	audioParts := len(cur.track(Audio).parts)
 
 	full := render(t, st, Full)
 	for _, want := range []string{
@@ -153,5 +156,95 @@ func TestLowLatencyPlaylists(t *testing.T) {
 	ts.pushAll(synthGOPs(0, 3, true))
 	if pl := render(t, ts, Full); strings.Contains(pl, "SERVER-CONTROL") || strings.Contains(pl, "RENDITION-REPORT") || strings.Contains(pl, "#EXT-X-MAP") {
 		t.Errorf("MPEG-TS playlist:\n%s", pl)
+	}
+}
+
+// TestPlaylistsAcrossCodecChange: a publisher that comes back with another
+// picture size and profile (new sequence headers) does not drop the
+// segments already listed: the new session's segments follow after
+// EXT-X-DISCONTINUITY with their own EXT-X-MAP, the multivariant playlist
+// describes the new session, and EXT-X-DISCONTINUITY-SEQUENCE counts the
+// discontinuity once the old segments have left the playlist.
+func TestPlaylistsAcrossCodecChange(t *testing.T) {
+	for _, format := range []HLSFormat{HLSLowLatency, HLSFMP4, HLSMPEGTS} {
+		t.Run(string(format), func(t *testing.T) {
+			st := testStream(t, Config{Default: AppConfig{HLS: format}})
+			ll, tsFormat := format == HLSLowLatency, format == HLSMPEGTS
+			st.pushAll(synthGOPs(0, 3, true)) // segments 0, 1 complete; 2 in progress
+			old := st.seg.sess.id
+			// The publisher leaves, and comes back with other parameters.
+			st.seg.push(av.NewEvent(av.EventUnpublish, 6000))
+			st.seg.push(av.NewEvent(av.EventPublish, 6000))
+			st.seg.push(video(6000, testAVCSeqSmall))
+			st.seg.push(audio(6000, testAACSeq))
+			st.pushAll(synthGOPs(6000, 1, false)) // segment 3 (new) in progress
+			sid := st.seg.sess.id
+			if sid == old || st.seg.sess.disc != 1 {
+				t.Fatal("no new session")
+			}
+
+			// Only old segments are complete; in low latency, the new
+			// segment's parts follow a discontinuity.
+			for _, r := range []Rendition{Full, Audio} {
+				segs, hintDisc := walk(t, render(t, st, r))
+				if len(segs) != 3 || segs[2].sid != old || hintDisc != ll {
+					t.Fatalf("%v: segments %+v, discontinuity before the parts %v", r, segs, hintDisc)
+				}
+			}
+			mv, err := st.multivariant()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(mv), `CODECS="avc1.42c00d,mp4a.40.2",RESOLUTION=320x240`) {
+				t.Errorf("the multivariant playlist does not describe the new session:\n%s", mv)
+			}
+
+			// Two new segments later: old, discontinuity, new.
+			st.pushAll(synthGOPs(8000, 2, false))
+			for r := Full; r < numRenditions; r++ {
+				body := render(t, st, r)
+				segs, _ := walk(t, body)
+				if len(segs) != 5 || segs[2].sid != old || segs[3].sid != sid || !segs[3].disc {
+					t.Fatalf("%v: %+v\n%s", r, segs, body)
+				}
+				if strings.Count(body, "#EXT-X-DISCONTINUITY\n") != 1 || strings.Contains(body, "DISCONTINUITY-SEQUENCE") {
+					t.Fatalf("%v: discontinuity tags\n%s", r, body)
+				}
+				if maps := strings.Count(body, "#EXT-X-MAP:"); !tsFormat && maps != 2 || tsFormat && maps != 0 {
+					t.Fatalf("%v: %d maps\n%s", r, maps, body)
+				}
+				if !tsFormat && !strings.Contains(body, "#EXT-X-DISCONTINUITY\n#EXT-X-MAP:URI=\""+sid+"_"+r.String()+"_init.mp4\"\n") {
+					t.Fatalf("%v: no map after the discontinuity\n%s", r, body)
+				}
+			}
+
+			// The old segments leave the window (seven listed): the count of
+			// discontinuities removed goes up.
+			st.pushAll(synthGOPs(12000, 6, false))
+			body := render(t, st, Full)
+			segs, _ := walk(t, body)
+			if len(segs) != 7 || segs[0].sid != sid || strings.Contains(body, "#EXT-X-DISCONTINUITY\n") ||
+				!strings.Contains(body, "#EXT-X-DISCONTINUITY-SEQUENCE:1\n") {
+				t.Fatalf("after the old segments left: %+v\n%s", segs, body)
+			}
+			// Its files stay for late readers a few segments longer.
+			if st.seg.session(old) == nil {
+				t.Fatal("the old session's files went with its last listing")
+			}
+			st.pushAll(synthGOPs(24000, 3, false))
+			if st.seg.session(old) != nil {
+				t.Fatal("the old session outlived its segments")
+			}
+		})
+	}
+}
+
+func TestAddMaps(t *testing.T) {
+	in := "#EXTM3U\n#EXT-X-MAP:URI=\"a_init\"\n#EXTINF:2,\na_0.m4s\n#EXT-X-DISCONTINUITY\n#EXTINF:2,\nb_1.m4s\n" +
+		"#EXT-X-PART:DURATION=0.2,URI=\"c_2.0.m4s\"\n#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"c_2.1.m4s\"\n"
+	want := "#EXTM3U\n#EXT-X-MAP:URI=\"a_init\"\n#EXTINF:2,\na_0.m4s\n#EXT-X-DISCONTINUITY\n#EXT-X-MAP:URI=\"b_init\"\n#EXTINF:2,\nb_1.m4s\n" +
+		"#EXT-X-DISCONTINUITY\n#EXT-X-MAP:URI=\"c_init\"\n#EXT-X-PART:DURATION=0.2,URI=\"c_2.0.m4s\"\n#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"c_2.1.m4s\"\n"
+	if got := string(addMaps([]byte(in), []string{"b_init"}, "c_init")); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 }

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/relaymesh/relaymesh/internal/av"
 )
 
 func TestHTTPHeaders(t *testing.T) {
@@ -263,4 +266,41 @@ func FuzzParseFile(f *testing.F) {
 			t.Fatalf("%q: rendition %d", file, req.rend)
 		}
 	})
+}
+
+// TestOldSessionServedAfterCodecChange: after a codec change, the files of
+// the earlier session that playlists still list (init, segments, parts, DASH
+// segments by time) stay available, and the new session's too.
+func TestOldSessionServedAfterCodecChange(t *testing.T) {
+	_, src, srv := testServer(t, Config{})
+	old, sub := startStream(t, src, srv.URL)
+	sub.push(synthGOPs(2000, 1, false)[1:]...)
+	sub.push(av.NewEvent(av.EventUnpublish, 4000), av.NewEvent(av.EventPublish, 4000))
+	sub.push(video(4000, testAVCSeqSmall), audio(4000, testAACSeq))
+	sub.push(synthGOPs(4000, 1, false)...)
+	sub.push(video(6000, keyframe(5000)))
+	c := srv.Client()
+	base := srv.URL + "/hls/live/test/"
+	var sid string
+	waitUntil(t, "the new session's first segment", func() bool {
+		_, pl := get(t, c, base+"full.m3u8")
+		m := regexp.MustCompile(`DISCONTINUITY\n#EXT-X-MAP:URI="([0-9a-f]{8})_full_init.mp4"`).FindSubmatch(pl)
+		if m == nil {
+			return false
+		}
+		sid = string(m[1])
+		return strings.Contains(string(pl), sid+"_full_2.m4s")
+	})
+	for _, u := range []string{
+		base + old + "_full_init.mp4", base + old + "_audio_init.mp4", base + old + "_key_1.m4s", base + old + "_full_1.3.m4s",
+		srv.URL + "/dash/live/test/" + old + "_full_t180000.m4s",
+		base + sid + "_full_init.mp4", base + sid + "_lite_2.m4s", srv.URL + "/dash/live/test/" + sid + "_full_t360000.m4s",
+	} {
+		if resp, body := get(t, c, u); resp.StatusCode != 200 || len(body) == 0 {
+			t.Errorf("%s: %d", u, resp.StatusCode)
+		}
+	}
+	if resp, _ := get(t, c, base+"00000000_full_init.mp4"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown session: %d", resp.StatusCode)
+	}
 }

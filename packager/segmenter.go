@@ -80,7 +80,9 @@ type segment struct {
 }
 
 // session is a run of segments with fixed codec parameters. A change of
-// codec parameters starts a new session with a new id (and new file names).
+// codec parameters starts a new session with a new id (and new file names),
+// and a new init segment; playlists mark it with a discontinuity, manifests
+// with a new period.
 type session struct {
 	id     string
 	vc     *videoConfig
@@ -95,6 +97,27 @@ type session struct {
 
 // hasRendition reports whether the session offers r.
 func (s *session) hasRendition(r Rendition) bool { return s.byRend[r] != nil }
+
+// sameRenditions reports whether two sessions offer the same renditions (so
+// that one playlist per rendition can list segments of both).
+func sameRenditions(a, b *session) bool {
+	for r := Full; r < numRenditions; r++ {
+		if a.hasRendition(r) != b.hasRendition(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// track returns rendition r's share of the segment, or nil when the
+// segment's session does not offer r.
+func (seg *segment) track(r Rendition) *trackSeg {
+	t := seg.sess.byRend[r]
+	if t == nil {
+		return nil
+	}
+	return seg.tracks[trackIndex(seg.sess, t)]
+}
 
 // segmenter turns the frames of one stream into segments. It is not safe for
 // concurrent use: the stream's lock guards it.
@@ -439,9 +462,14 @@ func (s *segmenter) newSession(ms int64) {
 			sess.byRend[Audio] = t
 		}
 	}
-	// Segments of an older session cannot share a playlist with this one
-	// (one init segment per playlist): they go.
-	s.segs = s.segs[:0]
+	// The segments of the previous session stay listed, behind a
+	// discontinuity, when this one offers the same renditions. When video or
+	// audio came or went, the variants themselves changed: playlists start
+	// afresh.
+	if s.sess != nil && !sameRenditions(s.sess, sess) {
+		clear(s.segs)
+		s.segs = s.segs[:0]
+	}
 	s.sess = sess
 	s.version++
 }
@@ -546,6 +574,20 @@ func (s *segmenter) complete() []*segment {
 	return segs
 }
 
+// session returns the session with the given id, the current one or one
+// that kept segments still belong to, or nil.
+func (s *segmenter) session(sid string) *session {
+	if s.sess != nil && s.sess.id == sid {
+		return s.sess
+	}
+	for _, seg := range s.segs {
+		if seg.sess.id == sid {
+			return seg.sess
+		}
+	}
+	return nil
+}
+
 // find returns the segment with the given session id and number, or nil.
 func (s *segmenter) find(sid string, msn uint64) *segment {
 	for _, seg := range s.segs {
@@ -556,36 +598,31 @@ func (s *segmenter) find(sid string, msn uint64) *segment {
 	return nil
 }
 
-// bandwidth returns the peak and average bits per second of a track over the
-// listed segments. Segments that lite kept whole while it had no GOP length
-// to halve (the first GOP of a session or after a publisher returned) are
-// left out while other segments are listed: they measure full, not lite, and
-// a player would skip lite for them.
-func (s *segmenter) bandwidth(t *track) (peak, avg int) {
-	if s.sess == nil {
-		return 0, 0
-	}
-	i := trackIndex(s.sess, t)
-	if i < 0 {
-		return 0, 0
-	}
+// bandwidth returns the peak and average bits per second of rendition r
+// over the listed segments (of every session listed: a codec change keeps
+// the measure). Segments that lite kept whole while it had no GOP length to
+// halve (the first GOP of a session or after a publisher returned) are left
+// out while other segments are listed: they measure full, not lite, and a
+// player would skip lite for them.
+func (s *segmenter) bandwidth(r Rendition) (peak, avg int) {
 	segs := s.complete()
-	peak, avg, ok := rate(segs, s.sess, i, false)
+	peak, avg, ok := rate(segs, r, false)
 	if !ok {
-		peak, avg, _ = rate(segs, s.sess, i, true)
+		peak, avg, _ = rate(segs, r, true)
 	}
 	return peak, avg
 }
 
-// rate measures track i of sess over segs, with or without the warmup
-// segments; ok is false when no segment counted.
-func rate(segs []*segment, sess *session, i int, warmup bool) (peak, avg int, ok bool) {
+// rate measures rendition r over segs, with or without the warmup segments;
+// ok is false when no segment counted.
+func rate(segs []*segment, r Rendition, warmup bool) (peak, avg int, ok bool) {
 	var bytes, ms int64
 	for _, seg := range segs {
-		if !seg.done || seg.sess != sess || seg.dur <= 0 || (seg.tracks[i].warmup && !warmup) {
+		ts := seg.track(r)
+		if !seg.done || ts == nil || seg.dur <= 0 || (ts.warmup && !warmup) {
 			continue
 		}
-		b := int64(len(seg.tracks[i].data))
+		b := int64(len(ts.data))
 		if bw := int(b * 8000 / seg.dur); bw > peak {
 			peak = bw
 		}

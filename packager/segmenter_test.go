@@ -90,9 +90,9 @@ func TestSegmenterCutsAtKeyframes(t *testing.T) {
 			}
 		}
 	}
-	full, _ := s.bandwidth(sess.byRend[Full])
-	lite, _ := s.bandwidth(sess.byRend[Lite])
-	key, _ := s.bandwidth(sess.byRend[Key])
+	full, _ := s.bandwidth(Full)
+	lite, _ := s.bandwidth(Lite)
+	key, _ := s.bandwidth(Key)
 	if !(full > lite && lite > key && key > 0) {
 		t.Fatalf("bandwidths full %d lite %d key %d", full, lite, key)
 	}
@@ -110,16 +110,60 @@ func TestSegmenterNewSessionOnCodecChange(t *testing.T) {
 	for _, f := range synthGOPs(4000, 2, false) {
 		s.push(f)
 	}
-	if s.sess == first || s.sess.disc != 1 {
+	if s.sess == first || s.sess.disc != 1 || s.sess.id == first.id {
 		t.Fatalf("no new session (disc %d)", s.sess.disc)
+	}
+	// The same renditions: the old session's segments stay listed before
+	// the new one's.
+	got := s.complete()
+	if len(got) != 3 || got[0].sess != first || got[1].sess != first || got[2].sess != s.sess || got[2].msn != 2 || got[2].start != 4000 {
+		t.Fatalf("complete segments after the change: %d", len(got))
+	}
+	if s.session(first.id) != first || s.session(s.sess.id) != s.sess || s.session("00000000") != nil {
+		t.Fatal("sessions by id")
+	}
+	if s.find(first.id, 1) == nil || s.find(s.sess.id, 1) != nil {
+		t.Fatal("segments are found by session and number")
+	}
+	if full, _ := s.bandwidth(Full); full == 0 {
+		t.Fatal("no bandwidth across the change")
+	}
+	// Once the old session's segments are evicted, it is gone.
+	for _, f := range synthGOPs(8000, 12, false) {
+		s.push(f)
+	}
+	if s.session(first.id) != nil || s.complete()[0].sess != s.sess {
+		t.Fatal("the old session outlived its segments")
+	}
+}
+
+// TestSegmenterRestartsOnNewRenditions: when the renditions change (here
+// audio-only, then audio and video), the old segments cannot share the new
+// playlists: the listing starts afresh.
+func TestSegmenterRestartsOnNewRenditions(t *testing.T) {
+	s := testSegmenter(false, false)
+	s.push(audio(0, testAACSeq))
+	for ms := 0.0; ms < 3000; ms += 1024 * 1000 / 44100.0 {
+		s.push(audio(uint32(ms), aacFrame(100)))
+	}
+	audioOnly := s.sess
+	if len(s.complete()) == 0 {
+		t.Fatal("no audio-only segment")
+	}
+	for _, f := range synthGOPs(3100, 2, false) {
+		s.push(f)
+	}
+	s.push(video(3100, testAVCSeq))
+	for _, f := range synthGOPs(3200, 2, false) {
+		s.push(f)
+	}
+	if s.sess == audioOnly || !s.sess.hasRendition(Full) {
+		t.Fatal("no audio and video session")
 	}
 	for _, seg := range s.segs {
 		if seg.sess != s.sess {
-			t.Fatal("a segment of the old session is still listed")
+			t.Fatal("an audio-only segment is still listed")
 		}
-	}
-	if got := s.complete(); len(got) != 1 || got[0].msn != 2 {
-		t.Fatalf("complete segments after the change: %d", len(got))
 	}
 }
 
@@ -248,9 +292,8 @@ func TestLiteBandwidthWithoutBFrames(t *testing.T) {
 	if segs := s.complete(); len(segs) != 4 || !segs[0].tracks[1].warmup || segs[1].tracks[1].warmup {
 		t.Fatalf("%d complete segments; the first is lite's warmup, the others not", len(segs))
 	}
-	sess := s.sess
-	full, fullAvg := s.bandwidth(sess.byRend[Full])
-	lite, liteAvg := s.bandwidth(sess.byRend[Lite])
+	full, fullAvg := s.bandwidth(Full)
+	lite, liteAvg := s.bandwidth(Lite)
 	// Every frame is 4000 bytes: full ~400 kbit/s of samples, lite half.
 	for _, r := range []struct {
 		name       string
@@ -266,7 +309,7 @@ func TestLiteBandwidthWithoutBFrames(t *testing.T) {
 	for _, f := range noBFrameGOPs(0, 2, true) {
 		s2.push(f)
 	}
-	if l, _ := s2.bandwidth(s2.sess.byRend[Lite]); l == 0 {
+	if l, _ := s2.bandwidth(Lite); l == 0 {
 		t.Fatal("lite has no bandwidth with only its warmup segment")
 	}
 }
@@ -282,10 +325,10 @@ func TestBandwidthOverListedSegments(t *testing.T) {
 	if len(s.segs) != 11 || len(s.complete()) != 7 {
 		t.Fatalf("%d kept, %d listed", len(s.segs), len(s.complete()))
 	}
-	before, _ := s.bandwidth(s.sess.byRend[Full])
+	before, _ := s.bandwidth(Full)
 	old := s.segs[0].tracks[0]
 	old.data = append(old.data, make([]byte, 1<<20)...)
-	if after, _ := s.bandwidth(s.sess.byRend[Full]); after != before {
+	if after, _ := s.bandwidth(Full); after != before {
 		t.Fatalf("an unlisted segment changed the peak: %d -> %d", before, after)
 	}
 }

@@ -185,10 +185,15 @@ func (st *stream) serveInit(w http.ResponseWriter, r *http.Request, req fileReq)
 		waitError(w, err)
 		return
 	}
-	sess := st.seg.sess
+	// The current session, or an earlier one whose segments are still listed.
+	sess := st.seg.session(req.sid)
 	st.mu.Unlock()
+	if sess == nil {
+		httpError(w, http.StatusNotFound, cacheNotFound)
+		return
+	}
 	t := sess.byRend[req.rend]
-	if sess.id != req.sid || t == nil {
+	if t == nil {
 		httpError(w, http.StatusNotFound, cacheNotFound)
 		return
 	}
@@ -204,8 +209,8 @@ func (st *stream) lookup(req fileReq) *segment {
 	if req.kind != fileSegmentTime {
 		return st.seg.find(req.sid, req.n)
 	}
-	sess := st.seg.sess
-	if sess == nil || sess.id != req.sid || sess.byRend[req.rend] == nil {
+	sess := st.seg.session(req.sid)
+	if sess == nil || sess.byRend[req.rend] == nil {
 		return nil
 	}
 	i := trackIndex(sess, sess.byRend[req.rend])

@@ -155,8 +155,14 @@ func needFFmpeg(t testing.TB) {
 // "-bf", "0") change the encoding; each variant is encoded once.
 func encode(t testing.TB, seconds int, x264 ...string) []*av.Frame {
 	t.Helper()
+	return encodeSize(t, "640x360", seconds, x264...)
+}
+
+// encodeSize is encode with another picture size.
+func encodeSize(t testing.TB, size string, seconds int, x264 ...string) []*av.Frame {
+	t.Helper()
 	needFFmpeg(t)
-	key := fmt.Sprint(seconds, x264)
+	key := fmt.Sprint(size, seconds, x264)
 	v, _ := mediaOnce.LoadOrStore(key, &mediaFile{})
 	mf := v.(*mediaFile)
 	mf.once.Do(func() {
@@ -168,7 +174,7 @@ func encode(t testing.TB, seconds int, x264 ...string) []*av.Frame {
 		defer os.RemoveAll(dir)
 		out := filepath.Join(dir, "out.flv")
 		args := []string{"-hide_banner", "-loglevel", "error", "-y",
-			"-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25",
+			"-f", "lavfi", "-i", "testsrc2=size=" + size + ":rate=25",
 			"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100",
 			"-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-g", "50"}
 		args = append(args, x264...)

@@ -1,0 +1,66 @@
+package packager
+
+import (
+	"testing"
+	"time"
+
+	m "github.com/Eyevinn/dash-mpd/mpd"
+	"github.com/relaymesh/relaymesh/internal/av"
+)
+
+// TestManifestPeriodPerSession: a codec change mid-stream starts a new
+// Period (its own init segments and timeline) after the one still listed.
+func TestManifestPeriodPerSession(t *testing.T) {
+	st := testStream(t, Config{})
+	st.pushAll(synthGOPs(0, 4, true)) // segments 0-2 complete
+	old := st.seg.sess.id
+	st.seg.push(av.NewEvent(av.EventUnpublish, 8000))
+	st.seg.push(video(8000, testAVCSeqSmall))
+	st.pushAll(synthGOPs(8000, 3, false)) // segments 3 (old, cut short), 4, 5 complete
+	sid := st.seg.sess.id
+
+	periods := func() []*m.Period {
+		t.Helper()
+		b, err := st.manifest("http://relay.example")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mpd, err := m.ReadFromString(string(b))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, b)
+		}
+		return mpd.Periods
+	}
+	ps := periods()
+	if len(ps) != 2 || ps[0].Id != old || ps[1].Id != sid {
+		t.Fatalf("%d periods", len(ps))
+	}
+	for k, want := range []struct {
+		start    time.Duration
+		width    uint32
+		codec    string
+		firstT   uint64
+		segments int
+	}{{0, 640, "avc1.64001e", 0, 4}, {8 * time.Second, 320, "avc1.42c00d", 8 * 90000, 2}} {
+		p := ps[k]
+		video := p.AdaptationSets[0]
+		tl := video.SegmentTemplate.SegmentTimeline
+		n := 0
+		for _, s := range tl.S {
+			n += 1 + s.R
+		}
+		if time.Duration(*p.Start) != want.start || video.MaxWidth != want.width || video.Representations[0].Codecs != want.codec ||
+			*tl.S[0].T != want.firstT || n != want.segments || *video.SegmentTemplate.PresentationTimeOffset != want.firstT {
+			t.Errorf("period %d: start %v, width %d, codecs %s, timeline from %d with %d segments", k,
+				time.Duration(*p.Start), video.MaxWidth, video.Representations[0].Codecs, *tl.S[0].T, n)
+		}
+		if video.SegmentTemplate.Initialization != p.Id+"_$RepresentationID$_init.mp4" || len(p.AdaptationSets) != 2 {
+			t.Errorf("period %d: init %s", k, video.SegmentTemplate.Initialization)
+		}
+	}
+	// Once the old segments left the window, so did their period.
+	st.pushAll(synthGOPs(14000, 6, false))
+	if ps := periods(); len(ps) != 1 || ps[0].Id != sid {
+		t.Fatalf("%d periods after the old segments left", len(ps))
+	}
+}
