@@ -29,9 +29,10 @@ type browserRun struct {
 		Index   int     `json:"index"`
 		Bitrate float64 `json:"bitrate"`
 	} `json:"levels"`
-	LevelBeforeThrottle *browserLevel `json:"levelBeforeThrottle"`
-	TopBeforeThrottle   bool          `json:"topBeforeThrottle"`
-	Play                *struct {
+	LevelBeforeThrottle   *browserLevel `json:"levelBeforeThrottle"`
+	TopBeforeThrottle     bool          `json:"topBeforeThrottle"`
+	LatencyBeforeThrottle float64       `json:"latencyBeforeThrottle"`
+	Play                  *struct {
 		Advanced   float64 `json:"advanced"`
 		MaxStallMs int     `json:"maxStallMs"`
 	} `json:"play"`
@@ -40,6 +41,7 @@ type browserRun struct {
 		MaxStallMs   int           `json:"maxStallMs"`
 		Seconds      float64       `json:"seconds"`
 		SwitchedDown bool          `json:"switchedDown"`
+		DownAfterMs  int           `json:"downAfterMs"`
 		Level        *browserLevel `json:"level"`
 	} `json:"throttle"`
 }
@@ -87,7 +89,8 @@ func requireBrowser(t *testing.T, root string) {
 // primary; hls.js and dash.js in headless Chromium play the relay's HLS and
 // DASH. Each must advance currentTime by at least 5 s and show the published
 // width; then, with the page's network throttled to 600 kbit/s, the player
-// must move to a lower rendition and keep playing with no stall over 3 s.
+// must move to a lower rendition and keep playing with no stall over 3 s
+// (hls.js in its default low-latency mode: over 10 s, see below).
 func TestBrowserPlayers(t *testing.T) {
 	requireTool(t, "ffmpeg")
 	root := repoRoot(t)
@@ -95,7 +98,7 @@ func TestBrowserPlayers(t *testing.T) {
 	chromium, _ := exec.LookPath("chromium")
 
 	m := startMesh(t, 1)
-	startPublisher(t, m.publishURL(), 120*time.Second, 2500)
+	startPublisher(t, m.publishURL(), 240*time.Second, 2500)
 	waitLive(t, m.primary, "live", "cam")
 	base := "http://" + m.r1.http
 	waitFor(t, "the multivariant playlist", 20*time.Second, func() bool {
@@ -108,20 +111,29 @@ func TestBrowserPlayers(t *testing.T) {
 	})
 	time.Sleep(4 * time.Second) // two segments, so the players' first look has something to play
 
-	// hls.js's default low-latency mode plays at the live edge with about a
-	// second of buffer, so a fourfold drop in throughput stalls it for 1.5 to
-	// 6 s before its estimate catches up: that mode is checked unthrottled. A
-	// site that expects slow links turns it off (the same playlists, parts
-	// ignored, three segments of buffer); that configuration, and dash.js
-	// (told to start high rather than at its 1 Mbit/s guess), must switch
-	// down without a stall.
+	// hls.js's default low-latency mode fetches the parts of a segment one
+	// after another without checking its throughput again once the first
+	// has arrived, so a fourfold drop in throughput is only acted on when
+	// the parts of that segment run out (the packager lists the parts of the
+	// newest complete segment only, which bounds that) or when the first
+	// part alone takes longer than the buffer lasts. Its longest stall is
+	// often about a second, but it can pick lite on the way down and stall
+	// for 4-6 s (1 run in 20 on its own, more often inside this test:
+	// docs/hls-dash.md has the figures and the reasons). That case checks that it moves down and keeps playing, with loose
+	// bounds on the stall and the progress. The 3 s bound is checked with
+	// lowLatencyMode off (the same playlists, parts ignored, three segments
+	// of buffer), the setting for a site that expects slow links, and with
+	// dash.js (told to start high rather than at its 1 Mbit/s guess).
 	for _, tc := range []struct {
 		name, player, url, config string
 		throttle                  bool
+		maxStallMs                int
+		minAdvance                float64 // share of the throttled time currentTime must advance
 	}{
-		{"hls-lowlatency", "hls", base + "/hls/live/cam/index.m3u8", `{}`, false},
-		{"hls", "hls", base + "/hls/live/cam/index.m3u8", `{"lowLatencyMode":false}`, true},
-		{"dash", "dash", base + "/dash/live/cam/manifest.mpd", `{"streaming":{"abr":{"initialBitrate":{"video":3000}}}}`, true},
+		{"hls-lowlatency", "hls", base + "/hls/live/cam/index.m3u8", `{}`, false, 0, 0},
+		{"hls-lowlatency-throttled", "hls", base + "/hls/live/cam/index.m3u8", `{}`, true, 10000, 0.25},
+		{"hls", "hls", base + "/hls/live/cam/index.m3u8", `{"lowLatencyMode":false}`, true, 3000, 0.5},
+		{"dash", "dash", base + "/dash/live/cam/manifest.mpd", `{"streaming":{"abr":{"initialBitrate":{"video":3000}}}}`, true, 3000, 0.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -172,10 +184,11 @@ func TestBrowserPlayers(t *testing.T) {
 			if !th.SwitchedDown {
 				t.Errorf("throttled to 600 kbit/s, the player stayed on %+v (before %+v; renditions %+v)", th.Level, r.LevelBeforeThrottle, r.Levels)
 			}
-			if th.MaxStallMs > 3000 {
-				t.Errorf("throttled: playback stalled for %d ms, want at most 3000", th.MaxStallMs)
+			t.Logf("throttled: moved down after %d ms, longest stall %d ms (latency before %.2f s)", th.DownAfterMs, th.MaxStallMs, r.LatencyBeforeThrottle)
+			if th.MaxStallMs > tc.maxStallMs {
+				t.Errorf("throttled: playback stalled for %d ms, want at most %d", th.MaxStallMs, tc.maxStallMs)
 			}
-			if th.Advanced < th.Seconds/2 {
+			if th.Advanced < th.Seconds*tc.minAdvance {
 				t.Errorf("throttled: currentTime advanced %.1f s in %.1f s", th.Advanced, th.Seconds)
 			}
 		})

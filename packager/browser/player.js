@@ -38,10 +38,31 @@
       height: video.videoHeight,
       bufferEnd: b.length ? b.end(b.length - 1) : 0,
       level: probe.level,
+      bw: bandwidth(),
+      latency: latency(),
       switches: probe.switches.length,
       errors: probe.errors.length
     };
   };
+  // bandwidth is the player's throughput estimate in bit/s (0: unknown).
+  function bandwidth() {
+    var p = window.player;
+    try {
+      if (kind === 'hls' && p) return Math.round(p.bandwidthEstimate || 0);
+      if (kind === 'dash' && p && p.getAverageThroughput) return Math.round((p.getAverageThroughput('video') || 0) * 1000);
+    } catch (e) {}
+    return 0;
+  }
+  // latency is how far behind the live edge the player is, in seconds
+  // (hls.js's own measure; 0: unknown).
+  function latency() {
+    var p = window.player;
+    try {
+      if (kind === 'hls' && p) return p.latency || 0;
+      if (kind === 'dash' && p && p.getCurrentLiveLatency) return p.getCurrentLiveLatency() || 0;
+    } catch (e) {}
+    return 0;
+  }
   function error(fatal, type, details) {
     if (probe.errors.length < 50) {
       probe.errors.push({ at: Math.round(performance.now()), fatal: !!fatal, type: String(type), details: String(details) });

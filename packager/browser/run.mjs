@@ -5,16 +5,19 @@
 //   node packager/browser/run.mjs --url http://127.0.0.1:8080/hls/live/cam/index.m3u8
 //       [--player hls|dash] [--play 5] [--throttle-kbps 600] [--throttle-seconds 20]
 //       [--config '{"lowLatencyMode":false}'] [--screenshot shot.png]
+//       [--throttle-delay 0.7] [--trace] [--console page.log]
 //
 // Phases: (1) wait up to --start-timeout for playback to start; (2) play
 // until currentTime advanced --play seconds; (3) with --throttle-kbps > 0,
 // wait up to --top-timeout seconds for the top rendition, then throttle the page's network through the DevTools protocol and watch the
 // player for --throttle-seconds (it stops early once the player has shown a
 // lower rendition for --settle seconds). Stalls are measured as the longest
-// wall-clock time during which currentTime did not advance.
+// wall-clock time during which currentTime did not advance. --trace adds the
+// throttled phase polled every 200 ms to the JSON; --console keeps the page's
+// console (hls.js logs there with {"debug":true}).
 import { parseArgs } from 'node:util';
 import { createServer } from 'node:http';
-import { readFile, mkdtemp, rm } from 'node:fs/promises';
+import { readFile, writeFile, mkdtemp, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -32,9 +35,12 @@ const { values: opt } = parseArgs({
     'throttle-seconds': { type: 'string', default: '20' },
     settle: { type: 'string', default: '5' },
     'top-timeout': { type: 'string', default: '15' },
+    'throttle-delay': { type: 'string', default: '0' },
     chromium: { type: 'string', default: process.env.CHROMIUM || '/usr/bin/chromium' },
     screenshot: { type: 'string' },
     config: { type: 'string', default: '{}' },
+    console: { type: 'string' },
+    trace: { type: 'boolean', default: false },
   },
 });
 
@@ -62,6 +68,7 @@ const throttleKbps = num('throttle-kbps');
 const throttleSec = num('throttle-seconds');
 const settleSec = num('settle');
 const topTimeout = num('top-timeout');
+const throttleDelay = num('throttle-delay');
 
 // node_modules sits at the repository root, above this directory.
 function findModules() {
@@ -122,13 +129,23 @@ try {
   result.browser = context.browser() ? context.browser().version() : '';
   const page = context.pages()[0] || await context.newPage();
   page.on('pageerror', (e) => result.errors.length < 20 && result.errors.push('pageerror: ' + e.message));
+  // --console FILE keeps the page's console (hls.js logs there with
+  // {"debug":true}), each line stamped with the ms since the page started.
+  const consoleLines = [];
+  const pageStart = Date.now();
+  if (opt.console) {
+    page.on('console', (m) => consoleLines.length < 200000 && consoleLines.push(`${Date.now() - pageStart} ${m.type()}: ${m.text()}`));
+  }
   await page.goto(pageURL, { timeout: 15000 });
 
   const sample = () => page.evaluate(() => window.sample());
   // watch polls the page every 200 ms for up to sec seconds (or until
   // until(s) is true) and tracks progress and the longest stall.
+  // With --trace, w.trace gets [ms, currentTime, bufferEnd, level, kbit/s
+  // estimate] per poll.
   async function watch(sec, until) {
-    const w = { from: null, to: null, maxStallMs: 0, samples: 0 };
+    const w = { from: null, to: null, maxStallMs: 0, samples: 0, trace: [] };
+    const t0 = Date.now();
     let last = null;
     let lastAdvance = 0;
     const end = Date.now() + sec * 1000;
@@ -142,6 +159,9 @@ try {
       }
       if (last !== null && s.currentTime > last.currentTime) lastAdvance = now;
       w.maxStallMs = Math.max(w.maxStallMs, now - lastAdvance);
+      if (opt.trace) {
+        w.trace.push([now - t0, +s.currentTime.toFixed(2), +s.bufferEnd.toFixed(2), s.level ? s.level.index : -1, Math.round(s.bw / 1000)]);
+      }
       w.to = s.currentTime;
       w.last = s;
       last = s;
@@ -174,8 +194,13 @@ try {
       const top = Math.max(...levels.map((l) => l.bitrate || 0));
       const warm = await watch(topTimeout, (s) => s.level && s.level.bitrate >= top);
       result.levelBeforeThrottle = warm.last.level;
+      result.latencyBeforeThrottle = +warm.last.latency.toFixed(2);
       result.topBeforeThrottle = !!(warm.last.level && warm.last.level.bitrate >= top);
+      // --throttle-delay moves the throttle's start against the segments
+      // (to try every phase of the GOP).
+      if (throttleDelay > 0) await sleep(throttleDelay * 1000);
       const probe0 = await page.evaluate(() => window.probe);
+      const throttleAt = await page.evaluate(() => Math.round(performance.now()));
       const cdp = await page.context().newCDPSession(page);
       await cdp.send('Network.enable');
       const bytesPerSec = (throttleKbps * 1000) / 8;
@@ -199,7 +224,13 @@ try {
         level: th.last.level,
         switchedDown: !!(th.last.level && th.last.level.bitrate < before),
         switches: probe1.switches.slice(probe0.switches.length),
+        // ms after the throttle began when the player first showed a lower
+        // rendition (-1: never)
+        downAfterMs: -1,
       };
+      const down = result.throttle.switches.find((sw) => sw.bitrate < before);
+      if (down) result.throttle.downAfterMs = down.at - throttleAt;
+      if (opt.trace) result.throttle.trace = th.trace;
     }
   }
   const probe = await page.evaluate(() => window.probe);
@@ -208,6 +239,7 @@ try {
   result.errors.push(...probe.errors.map((e) => `${e.at} ms: ${e.fatal ? 'fatal ' : ''}${e.type}: ${e.details}`));
   result.fatal = probe.errors.some((e) => e.fatal);
   if (opt.screenshot) await page.screenshot({ path: resolve(opt.screenshot) });
+  if (opt.console) await writeFile(resolve(opt.console), consoleLines.join('\n') + '\n');
   result.ok = true;
 } catch (e) {
   result.error = String(e && e.stack ? e.stack : e);
