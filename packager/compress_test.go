@@ -120,3 +120,20 @@ func BenchmarkGzipPlaylist(b *testing.B) {
 		gzipBytes(body)
 	}
 }
+
+// FuzzAcceptsGzip: any Accept-Encoding header is read without panicking, and
+// a header that names gzip alone, without a weight, always accepts it.
+func FuzzAcceptsGzip(f *testing.F) {
+	for _, s := range []string{"gzip, deflate, br, zstd", "br;q=1.0, gzip;q=0.8, *;q=0.1", "*;q=0", "gzip;q=", ";;,,;q=0.5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		r, _ := http.NewRequest("GET", "/", nil)
+		r.Header.Set("Accept-Encoding", h)
+		acceptsGzip(r)
+		r.Header.Set("Accept-Encoding", "gzip")
+		if !acceptsGzip(r) {
+			t.Fatal("plain gzip refused")
+		}
+	})
+}
