@@ -144,7 +144,7 @@ func (st *stream) renditionReports(r Rendition, segs []*segment) []*playlist.Med
 	var out []*playlist.MediaRenditionReport
 	for o := Full; o < numRenditions; o++ {
 		t := sess.byRend[o]
-		if o == r || t == nil {
+		if o == r || t == nil || !st.inHLSLadder(o) {
 			continue
 		}
 		rep := &playlist.MediaRenditionReport{URI: o.String() + ".m3u8", LastMSN: int(last.msn)}
@@ -203,6 +203,22 @@ func (st *stream) hlsParts(sid string, r Rendition, msn uint64, parts []*part) [
 	return out
 }
 
+// inHLSLadder reports whether rendition r is offered in the multivariant
+// playlist; st.mu is held. lite is left out while the stream has no
+// disposable frames (lite then drops the tail of each GOP): for hls.js such
+// a rung between full and key is a trap on a link that slows down — its
+// emergency switch never fires from lite, so landing there costs a whole
+// lite segment of stall (docs/hls-dash.md) — and a picture frozen for half
+// of every GOP is a poor rendition to watch anyway. Its playlist stays
+// served, and the DASH manifest keeps it.
+func (st *stream) inHLSLadder(r Rendition) bool {
+	if r != Lite {
+		return true
+	}
+	t := st.seg.sess.byRend[Lite]
+	return t == nil || !t.filter.tailMode
+}
+
 // multivariant renders index.m3u8; st.mu is held and there is at least one
 // complete segment.
 func (st *stream) multivariant() ([]byte, error) {
@@ -227,7 +243,7 @@ func (st *stream) multivariant() ([]byte, error) {
 	}
 	for r := Full; r <= Key; r++ {
 		t := sess.byRend[r]
-		if t == nil {
+		if t == nil || !st.inHLSLadder(r) {
 			continue
 		}
 		peak, avg := st.seg.bandwidth(r)

@@ -248,3 +248,50 @@ func TestAddMaps(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestLiteLeftOutOfHLSLadder: a stream without disposable frames (lite is
+// then the GOP-tail variant) does not offer lite in the multivariant
+// playlist nor in rendition reports; its playlist is still served. A stream
+// with disposable frames offers it.
+func TestLiteLeftOutOfHLSLadder(t *testing.T) {
+	noDisposable := func(frames []*av.Frame) []*av.Frame {
+		out := make([]*av.Frame, 0, len(frames))
+		for _, f := range frames {
+			if f.Kind == av.KindVideo && f.Disposable {
+				f = video(f.Timestamp, interframe(500))
+			}
+			out = append(out, f)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		frames   []*av.Frame
+		wantLite bool
+	}{
+		{"disposable frames", synthGOPs(0, 4, true), true},
+		{"none", noDisposable(synthGOPs(0, 4, true)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := testStream(t, Config{})
+			st.pushAll(tc.frames)
+			mv, err := st.multivariant()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(string(mv), "lite.m3u8"); got != tc.wantLite {
+				t.Fatalf("lite listed: %v, want %v\n%s", got, tc.wantLite, mv)
+			}
+			full := render(t, st, Full)
+			if got := strings.Contains(full, `RENDITION-REPORT:URI="lite.m3u8"`); got != tc.wantLite {
+				t.Fatalf("lite reported: %v, want %v\n%s", got, tc.wantLite, full)
+			}
+			if body := render(t, st, Lite); !strings.Contains(body, "#EXTINF") {
+				t.Fatalf("lite's playlist is not served:\n%s", body)
+			}
+			if !strings.Contains(string(mv), "key.m3u8") || !strings.Contains(string(mv), "full.m3u8") {
+				t.Fatalf("full or key missing:\n%s", mv)
+			}
+		})
+	}
+}

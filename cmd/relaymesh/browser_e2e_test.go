@@ -116,14 +116,14 @@ func TestBrowserPlayers(t *testing.T) {
 	// has arrived, so a fourfold drop in throughput is only acted on when
 	// the parts of that segment run out (the packager lists the parts of the
 	// newest complete segment only, which bounds that) or when the first
-	// part alone takes longer than the buffer lasts. Its longest stall is
-	// often about a second, but it can pick lite on the way down and stall
-	// for 4-6 s (1 run in 20 on its own, more often inside this test:
-	// docs/hls-dash.md has the figures and the reasons). That case checks that it moves down and keeps playing, with loose
-	// bounds on the stall and the progress. The 3 s bound is checked with
-	// lowLatencyMode off (the same playlists, parts ignored, three segments
-	// of buffer), the setting for a site that expects slow links, and with
-	// dash.js (told to start high rather than at its 1 Mbit/s guess).
+	// part alone takes longer than the buffer lasts; and its emergency
+	// switch never fires from lite, which the packager therefore leaves out
+	// of the HLS ladder for a stream without disposable frames (as this
+	// one). Its longest stall was 1.6-2.9 s in every run we made of this
+	// test (docs/hls-dash.md): the bound here leaves room for slower
+	// machines. The 3 s bound is checked with lowLatencyMode off (the same
+	// playlists, parts ignored, three segments of buffer) and with dash.js
+	// (told to start high rather than at its 1 Mbit/s guess).
 	for _, tc := range []struct {
 		name, player, url, config string
 		throttle                  bool
@@ -131,7 +131,7 @@ func TestBrowserPlayers(t *testing.T) {
 		minAdvance                float64 // share of the throttled time currentTime must advance
 	}{
 		{"hls-lowlatency", "hls", base + "/hls/live/cam/index.m3u8", `{}`, false, 0, 0},
-		{"hls-lowlatency-throttled", "hls", base + "/hls/live/cam/index.m3u8", `{}`, true, 10000, 0.25},
+		{"hls-lowlatency-throttled", "hls", base + "/hls/live/cam/index.m3u8", `{}`, true, 4500, 0.25},
 		{"hls", "hls", base + "/hls/live/cam/index.m3u8", `{"lowLatencyMode":false}`, true, 3000, 0.5},
 		{"dash", "dash", base + "/dash/live/cam/manifest.mpd", `{"streaming":{"abr":{"initialBitrate":{"video":3000}}}}`, true, 3000, 0.5},
 	} {
