@@ -179,7 +179,7 @@ func TestECMAArrayNested(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := amf0.ECMAArray{"a": []any{nil}, "b": map[string]any{"y": false}}
-	if !valueEqual(v, want) {
+	if !ValueEqual(v, want) {
 		t.Fatalf("got %#v", v)
 	}
 }
