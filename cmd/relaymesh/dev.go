@@ -123,6 +123,7 @@ func devMain(ctx context.Context, args []string, ready func(httpAddr string)) er
 		if err != nil {
 			return err
 		}
+		n.src = pullingSource(n.hubs, up)
 		sor, err := soRelay(ctx, n.cfg, connConfig(n.cfg.RTMP), n.log)
 		if err != nil {
 			return err

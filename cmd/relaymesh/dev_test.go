@@ -75,6 +75,29 @@ func TestDevMeshAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitAll(t, ctx, "topic", cs, func(c *meshClient) bool { v, _ := c.obj.Get("topic"); return v == "dev" })
+
+	// An HTTP viewer alone makes a dev relay pull the stream (the watch
+	// link of the banner sends browsers there): its HLS URL answers
+	// something other than 404 once the primary has the stream.
+	pubCtx, stopPub := context.WithCancel(ctx)
+	defer stopPub()
+	synthPublish(pubCtx, t, mv.Primary.RTMPURL+"/live/devcam", 1)
+	hls := mv.Relays[2].HTTPURL + "/hls/live/devcam/index.m3u8"
+	for i := 0; ; i++ {
+		resp, err := http.Get(hls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			break
+		}
+		if i > 100 {
+			t.Fatalf("%s: still %s after 10 s with the stream published to the primary", hls, resp.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stopPub()
 	stop()
 }
 

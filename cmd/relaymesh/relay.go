@@ -10,6 +10,7 @@ import (
 	"github.com/relaymesh/relaymesh/internal/httpserver"
 	"github.com/relaymesh/relaymesh/packager"
 	"github.com/relaymesh/relaymesh/relay"
+	"github.com/relaymesh/relaymesh/relay/hub"
 )
 
 func init() {
@@ -62,14 +63,7 @@ func runRelay(ctx context.Context, args []string) error {
 	n.http.Mux.HandleFunc("GET /api/v1/pulls", func(w http.ResponseWriter, r *http.Request) {
 		httpserver.WriteJSON(w, http.StatusOK, map[string]any{"id": cfg.Relay.ID, "location": cfg.Relay.Location, "pulls": up.Pulls()})
 	})
-	// HTTP viewers make the relay pull the stream just like RTMP viewers do.
-	hubSrc := packager.HubSource{Registry: n.hubs}
-	n.src = packager.SourceFunc(func(ctx context.Context, app, name string) (packager.Subscription, error) {
-		if err := up.Ensure(ctx, app, name, ""); err != nil {
-			return nil, fmt.Errorf("%s/%s: %w (%v)", app, name, packager.ErrNotFound, err)
-		}
-		return hubSrc.Subscribe(ctx, app, name)
-	})
+	n.src = pullingSource(n.hubs, up)
 	sor, err := soRelay(ctx, cfg, connConfig(cfg.RTMP), log) // shared objects and RPC (so.go)
 	if err != nil {
 		return err
@@ -84,4 +78,16 @@ func runRelay(ctx context.Context, args []string) error {
 		defer conn.Close()
 	}
 	return n.run(ctx, sor.Wrap(h))
+}
+
+// pullingSource is a relay's packager source: HTTP viewers make the relay
+// pull the stream from upstream just like RTMP viewers do.
+func pullingSource(hubs *hub.Registry, up *relay.Upstream) packager.Source {
+	hubSrc := packager.HubSource{Registry: hubs}
+	return packager.SourceFunc(func(ctx context.Context, app, name string) (packager.Subscription, error) {
+		if err := up.Ensure(ctx, app, name, ""); err != nil {
+			return nil, fmt.Errorf("%s/%s: %w (%v)", app, name, packager.ErrNotFound, err)
+		}
+		return hubSrc.Subscribe(ctx, app, name)
+	})
 }

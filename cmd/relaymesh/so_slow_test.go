@@ -34,12 +34,13 @@ func (s *slowConn) Read(p []byte) (int, error) {
 	return s.Conn.Read(p)
 }
 
-// synthPublish pushes a 4 Mbit/s video stream (20 KB frames, 25 per
-// second, a keyframe every second) with AAC-like audio until ctx ends, and
-// returns how many video frames it sent.
-func synthPublish(ctx context.Context, t *testing.T, url string) <-chan int {
+// synthPublish pushes a 4 Mbit/s video stream (20 KB frames, 25 per second,
+// a keyframe every second) with AAC-like audio to url, whose application
+// has appSegments path segments, until ctx ends, and returns how many video
+// frames it sent.
+func synthPublish(ctx context.Context, t *testing.T, url string, appSegments int) <-chan int {
 	t.Helper()
-	u, err := rtmp.ParseURL(url, 2)
+	u, err := rtmp.ParseURL(url, appSegments)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestSlowViewerGetsEverySharedObjectChange(t *testing.T) {
 
 	pubCtx, stopPub := context.WithCancel(ctx)
 	defer stopPub()
-	sentFrames := synthPublish(pubCtx, t, "rtmp://"+primary.rtmp+"/live/room/cam")
+	sentFrames := synthPublish(pubCtx, t, "rtmp://"+primary.rtmp+"/live/room/cam", 2)
 
 	// The slow viewer: small receive buffer, paced reads.
 	nc, err := net.Dial("tcp", r1.rtmp)
