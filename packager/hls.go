@@ -12,15 +12,14 @@ import (
 const audioGroup = "audio"
 
 // partSegments is how many of the newest complete segments keep their parts
-// listed in a low-latency playlist, besides the segment in progress. Parts
-// are for players at the live edge (the spec lets a server drop them once
-// they are no longer there, and asks it to by three target durations);
-// hls.js needs the parts of the newest complete segment to start on parts.
-// Listing no older ones also bounds what hls.js does when a viewer's link
-// slows down: it fetches the parts of a segment one after another without
-// looking at its throughput again, as long as the next part is listed, and
-// only switches down after that (see docs/hls-dash.md).
-const partSegments = 1
+// listed in a low-latency playlist, besides the segment in progress: about
+// the three target durations the spec asks for. hls.js needs the newest
+// complete segment's parts to start on parts, and a player that falls
+// behind the edge (a link that slows down) goes on fetching the rest of its
+// segment part by part; with fewer listed, hls.js refetched that whole
+// segment once its parts left the playlist, a 10 s stall at 600 kbit/s
+// (docs/hls-dash.md).
+const partSegments = 3
 
 // mediaName is the file name of a segment (part < 0) or part of a rendition.
 func mediaName(sid string, r Rendition, msn uint64, part int, ts bool) string {

@@ -101,16 +101,16 @@ func walk(t *testing.T, body string) (segs []listed, hintDisc bool) {
 	return segs, hintDisc
 }
 
-// TestLowLatencyPlaylists: parts are listed for the newest complete
-// segment and the one in progress only; every fMP4 playlist answers
+// TestLowLatencyPlaylists: parts are listed for the three newest complete
+// segments and the one in progress only; every fMP4 playlist answers
 // blocking reloads; each reports where the other renditions stand.
 func TestLowLatencyPlaylists(t *testing.T) {
 	st := testStream(t, Config{})
-	st.pushAll(synthGOPs(0, 4, true)) // segments 0-2 complete, 3 in progress
+	st.pushAll(synthGOPs(0, 6, true)) // segments 0-4 complete, 5 in progress
 	sid := st.seg.sess.id
 	cur := st.seg.cur
-	if cur == nil || cur.msn != 3 {
-		t.Fatal("no segment 3 in progress")
+	if cur == nil || cur.msn != 5 {
+		t.Fatal("no segment 5 in progress")
 	}
 	curParts := len(cur.track(Full).parts)
 	audioParts := len(cur.track(Audio).parts)
@@ -119,29 +119,29 @@ func TestLowLatencyPlaylists(t *testing.T) {
 	for _, want := range []string{
 		"#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=0.60000\n",
 		"#EXT-X-PART-INF:PART-TARGET=0.20000\n",
-		fmt.Sprintf("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"%s_full_3.%d.m4s\"\n", sid, curParts),
-		"#EXT-X-RENDITION-REPORT:URI=\"lite.m3u8\",LAST-MSN=2\n",
-		"#EXT-X-RENDITION-REPORT:URI=\"key.m3u8\",LAST-MSN=2\n",
-		fmt.Sprintf("#EXT-X-RENDITION-REPORT:URI=\"audio.m3u8\",LAST-MSN=3,LAST-PART=%d\n", audioParts-1),
+		fmt.Sprintf("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"%s_full_5.%d.m4s\"\n", sid, curParts),
+		"#EXT-X-RENDITION-REPORT:URI=\"lite.m3u8\",LAST-MSN=4\n",
+		"#EXT-X-RENDITION-REPORT:URI=\"key.m3u8\",LAST-MSN=4\n",
+		fmt.Sprintf("#EXT-X-RENDITION-REPORT:URI=\"audio.m3u8\",LAST-MSN=5,LAST-PART=%d\n", audioParts-1),
 	} {
 		if !strings.Contains(full, want) {
 			t.Errorf("full.m3u8 lacks %q\n%s", want, full)
 		}
 	}
-	if strings.Contains(full, "_full_1.0.m4s") || !strings.Contains(full, "_full_2.9.m4s") || !strings.Contains(full, "_full_3.0.m4s") {
-		t.Errorf("parts of full.m3u8: want those of segments 2 and 3 only\n%s", full)
+	if strings.Contains(full, "_full_1.9.m4s") || !strings.Contains(full, "_full_2.0.m4s") || !strings.Contains(full, "_full_4.9.m4s") || !strings.Contains(full, "_full_5.0.m4s") {
+		t.Errorf("parts of full.m3u8: want those of segments 2 to 5 only\n%s", full)
 	}
-	if n := strings.Count(full, "#EXT-X-PART:"); n != 10+curParts {
-		t.Errorf("%d parts listed, want %d", n, 10+curParts)
+	if n := strings.Count(full, "#EXT-X-PART:"); n != 30+curParts {
+		t.Errorf("%d parts listed, want %d", n, 30+curParts)
 	}
-	if segs, _ := walk(t, full); len(segs) != 3 {
+	if segs, _ := walk(t, full); len(segs) != 5 {
 		t.Errorf("%d segments", len(segs))
 	}
 
 	lite := render(t, st, Lite)
 	for _, want := range []string{
 		"#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES\n",
-		fmt.Sprintf("#EXT-X-RENDITION-REPORT:URI=\"full.m3u8\",LAST-MSN=3,LAST-PART=%d\n", curParts-1),
+		fmt.Sprintf("#EXT-X-RENDITION-REPORT:URI=\"full.m3u8\",LAST-MSN=5,LAST-PART=%d\n", curParts-1),
 	} {
 		if !strings.Contains(lite, want) {
 			t.Errorf("lite.m3u8 lacks %q\n%s", want, lite)

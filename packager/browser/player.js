@@ -39,6 +39,7 @@
       bufferEnd: b.length ? b.end(b.length - 1) : 0,
       level: probe.level,
       bw: bandwidth(),
+      ttfb: ttfb(),
       latency: latency(),
       switches: probe.switches.length,
       errors: probe.errors.length
@@ -50,6 +51,14 @@
     try {
       if (kind === 'hls' && p) return Math.round(p.bandwidthEstimate || 0);
       if (kind === 'dash' && p && p.getAverageThroughput) return Math.round((p.getAverageThroughput('video') || 0) * 1000);
+    } catch (e) {}
+    return 0;
+  }
+  // ttfb is hls.js's time-to-first-byte estimate in ms (0: unknown).
+  function ttfb() {
+    var p = window.player;
+    try {
+      if (kind === 'hls' && p) return Math.round(p.ttfbEstimate || 0);
     } catch (e) {}
     return 0;
   }

@@ -5,7 +5,7 @@
 //   node packager/browser/run.mjs --url http://127.0.0.1:8080/hls/live/cam/index.m3u8
 //       [--player hls|dash] [--play 5] [--throttle-kbps 600] [--throttle-seconds 20]
 //       [--config '{"lowLatencyMode":false}'] [--screenshot shot.png]
-//       [--throttle-delay 0.7] [--trace] [--console page.log]
+//       [--throttle-delay 0.7] [--link-kbps 10000] [--trace] [--console page.log]
 //
 // Phases: (1) wait up to --start-timeout for playback to start; (2) play
 // until currentTime advanced --play seconds; (3) with --throttle-kbps > 0,
@@ -36,6 +36,7 @@ const { values: opt } = parseArgs({
     settle: { type: 'string', default: '5' },
     'top-timeout': { type: 'string', default: '15' },
     'throttle-delay': { type: 'string', default: '0' },
+    'link-kbps': { type: 'string', default: '0' },
     chromium: { type: 'string', default: process.env.CHROMIUM || '/usr/bin/chromium' },
     screenshot: { type: 'string' },
     config: { type: 'string', default: '{}' },
@@ -69,6 +70,9 @@ const throttleSec = num('throttle-seconds');
 const settleSec = num('settle');
 const topTimeout = num('top-timeout');
 const throttleDelay = num('throttle-delay');
+// --link-kbps: the page's link before the throttle (0: as fast as loopback).
+const linkKbps = Number(opt['link-kbps']);
+if (!Number.isFinite(linkKbps) || linkKbps < 0 || linkKbps > 1e6) fail('--link-kbps: want a number of 0..1000000');
 
 // node_modules sits at the repository root, above this directory.
 function findModules() {
@@ -136,13 +140,21 @@ try {
   if (opt.console) {
     page.on('console', (m) => consoleLines.length < 200000 && consoleLines.push(`${Date.now() - pageStart} ${m.type()}: ${m.text()}`));
   }
+  // The page's network goes through the DevTools protocol: --link-kbps
+  // from the start, --throttle-kbps later.
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Network.enable');
+  const link = (kbps) => cdp.send('Network.emulateNetworkConditions', {
+    offline: false, latency: 20, downloadThroughput: (kbps * 1000) / 8, uploadThroughput: (kbps * 1000) / 8,
+  });
+  if (linkKbps > 0) await link(linkKbps);
   await page.goto(pageURL, { timeout: 15000 });
 
   const sample = () => page.evaluate(() => window.sample());
   // watch polls the page every 200 ms for up to sec seconds (or until
   // until(s) is true) and tracks progress and the longest stall.
   // With --trace, w.trace gets [ms, currentTime, bufferEnd, level, kbit/s
-  // estimate] per poll.
+  // estimate, TTFB estimate in ms (hls.js)] per poll.
   async function watch(sec, until) {
     const w = { from: null, to: null, maxStallMs: 0, samples: 0, trace: [] };
     const t0 = Date.now();
@@ -160,7 +172,7 @@ try {
       if (last !== null && s.currentTime > last.currentTime) lastAdvance = now;
       w.maxStallMs = Math.max(w.maxStallMs, now - lastAdvance);
       if (opt.trace) {
-        w.trace.push([now - t0, +s.currentTime.toFixed(2), +s.bufferEnd.toFixed(2), s.level ? s.level.index : -1, Math.round(s.bw / 1000)]);
+        w.trace.push([now - t0, +s.currentTime.toFixed(2), +s.bufferEnd.toFixed(2), s.level ? s.level.index : -1, Math.round(s.bw / 1000), s.ttfb]);
       }
       w.to = s.currentTime;
       w.last = s;
@@ -201,12 +213,7 @@ try {
       if (throttleDelay > 0) await sleep(throttleDelay * 1000);
       const probe0 = await page.evaluate(() => window.probe);
       const throttleAt = await page.evaluate(() => Math.round(performance.now()));
-      const cdp = await page.context().newCDPSession(page);
-      await cdp.send('Network.enable');
-      const bytesPerSec = (throttleKbps * 1000) / 8;
-      await cdp.send('Network.emulateNetworkConditions', {
-        offline: false, latency: 20, downloadThroughput: bytesPerSec, uploadThroughput: bytesPerSec,
-      });
+      await link(throttleKbps);
       const before = warm.last.level ? warm.last.level.bitrate : Infinity;
       let lowerSince = 0;
       const th = await watch(throttleSec, (s) => {
