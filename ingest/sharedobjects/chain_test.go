@@ -100,8 +100,8 @@ func (c *sim) apply(m so.Message) {
 	hasChange, hasStatus, isSync := false, false, false
 	for _, e := range m.Events {
 		switch e.Type {
-		case so.EventChange, so.EventSuccess:
-			hasChange = true
+		case so.EventChange:
+			hasChange = true // a Success alone may confirm a change to nothing (null on a missing slot)
 		case so.EventStatus:
 			hasStatus = true
 		case so.EventClear, so.EventUseSuccess:
@@ -127,8 +127,14 @@ func (c *sim) apply(m so.Message) {
 		case so.EventClear:
 			c.slots = map[string]any{} // requests in flight are still answered
 		case so.EventChange, so.EventRemove:
-			if refusal && len(c.pending[e.Key]) > 0 {
-				c.pending[e.Key] = c.pending[e.Key][1:]
+			// A refusal answers this client's oldest request on the key; a
+			// Remove that is not a refusal answers it when it is a remove,
+			// or is another client's removal: a viewer cannot tell, which is
+			// why only removers (which make no other requests) send
+			// RequestRemove here.
+			q := c.pending[e.Key]
+			if len(q) > 0 && (refusal || e.Type == so.EventRemove && q[0] == removeRequest) {
+				c.pending[e.Key] = q[1:]
 			}
 			if e.Type == so.EventChange {
 				c.slots[e.Key] = e.Value
@@ -137,7 +143,11 @@ func (c *sim) apply(m so.Message) {
 			}
 		case so.EventSuccess:
 			if q := c.pending[e.Key]; len(q) > 0 {
-				c.slots[e.Key] = q[0]
+				if so.IsDelete(q[0]) {
+					delete(c.slots, e.Key) // a change to null removes the slot
+				} else {
+					c.slots[e.Key] = q[0]
+				}
 				c.pending[e.Key] = q[1:]
 			}
 		case so.EventSendMessage:
@@ -145,6 +155,10 @@ func (c *sim) apply(m so.Message) {
 		}
 	}
 }
+
+// removeRequest stands for a RequestRemove among a remover's requests on a
+// key: a viewer is answered Remove, or the refusal, not Success.
+const removeRequest = "\x00remove"
 
 func (c *sim) request(k string, v any) {
 	c.mu.Lock()
@@ -264,21 +278,26 @@ func TestChainConverges(t *testing.T) {
 			go func() {
 				defer cw.Done()
 				r := rand.New(rand.NewPCG(uint64(c.id), uint64(round)))
+				// Every tenth client is a remover: it deletes slots with
+				// RequestRemove and writes nothing else, since a viewer is
+				// answered Remove for it, like any other client's removal,
+				// and a client that also sets values could not pair its
+				// answers. The others delete by setting null (answered
+				// Success).
+				remover := c.id%10 == 0
 				for op := 0; op < 30; op++ {
 					key := fmt.Sprintf("k%d", r.IntN(8))
 					switch n := r.IntN(10); {
+					case remover && n < 8:
+						c.request(key, removeRequest)
+						send[c.id](so.Message{Name: "room", Events: []so.Event{ev(so.EventRequestRemove, key)}})
 					case n < 7:
 						v := fmt.Sprintf("%d-%d-%d", c.id, round, op)
 						c.request(key, v)
 						send[c.id](set("room", key, v))
 					case n < 8:
-						c.request(key, nil) // a refusal pops it; a Remove answers otherwise
-						send[c.id](so.Message{Name: "room", Events: []so.Event{ev(so.EventRequestRemove, key)}})
-						c.mu.Lock()
-						if q := c.pending[key]; len(q) > 0 && q[len(q)-1] == nil {
-							c.pending[key] = q[:len(q)-1] // removes are not answered by Success
-						}
-						c.mu.Unlock()
+						c.request(key, nil)
+						send[c.id](set("room", key, nil))
 					default:
 						id := fmt.Sprintf("m%d-%d-%d", c.id, round, op)
 						sends.Add(1)
