@@ -7,6 +7,7 @@ import "testing"
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"op":"open","app":"live","name":"a","parent":"rtmp://h:1"}`))
 	f.Add([]byte(`{"id":"r","viewers":1,"mbps":1,"time":"2025-01-01T00:00:00Z","streams":[{"app":"a","name":"b","viewers":1,"mbps":0,"live":true}]}`))
+	f.Add([]byte(`{"app":"live","name":"a","cells":[{"location":"as","value":2.5,"at":"2025-01-01T00:00:00Z"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if c, err := DecodeCommand(data); err == nil {
 			b, _ := Encode(c)
@@ -22,6 +23,12 @@ func FuzzDecode(f *testing.F) {
 		}
 		_, _ = DecodeDemand(data)
 		_, _ = DecodePlacement(data)
+		if b, err := DecodeBonuses(data); err == nil {
+			e, _ := Encode(b)
+			if _, err := DecodeBonuses(e); err != nil {
+				t.Fatalf("bonuses do not round-trip: %v", err)
+			}
+		}
 		_, _ = DecodeStreamEvent(data)
 		_, _ = DecodeReply(data)
 		_, _ = DecodeLease(data)

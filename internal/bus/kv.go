@@ -14,6 +14,9 @@ const (
 	BucketRelays     = "relaymesh_" + Version + "_relays"
 	BucketPlacements = "relaymesh_" + Version + "_placements"
 	BucketLeader     = "relaymesh_" + Version + "_leader"
+	// BucketDemand holds the demand bonuses of the leading orchestrator, so
+	// that the next leader does not start from nothing.
+	BucketDemand = "relaymesh_" + Version + "_demand"
 	// BucketSharedObjects holds the primary's persistent shared objects.
 	BucketSharedObjects = "relaymesh_" + Version + "_sharedobjects"
 	LeaderKey           = "leader"
@@ -25,16 +28,19 @@ const (
 	DefaultStatusTTL = 10 * time.Second
 	// DefaultLeaseTTL: a leader that has not renewed for this long loses the lease.
 	DefaultLeaseTTL = 5 * time.Second
+	// DefaultDemandTTL: a stream's saved bonuses vanish when not saved again
+	// for this long (ten half-lives of the default demand decay).
+	DefaultDemandTTL = 10 * time.Minute
 )
 
 // Buckets are the key-value stores of the control plane.
 type Buckets struct {
-	Relays, Placements, Leader jetstream.KeyValue
+	Relays, Placements, Leader, Demand jetstream.KeyValue
 }
 
 // BucketConfig sets the TTLs (zero: the defaults).
 type BucketConfig struct {
-	StatusTTL, LeaseTTL time.Duration
+	StatusTTL, LeaseTTL, DemandTTL time.Duration
 }
 
 // OpenBuckets creates the buckets if they do not exist yet and opens them.
@@ -45,6 +51,9 @@ func (c *Conn) OpenBuckets(ctx context.Context, cfg BucketConfig) (*Buckets, err
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.DemandTTL <= 0 {
+		cfg.DemandTTL = DefaultDemandTTL
 	}
 	var b Buckets
 	var err error
@@ -58,6 +67,10 @@ func (c *Conn) OpenBuckets(ctx context.Context, cfg BucketConfig) (*Buckets, err
 	}
 	if b.Leader, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketLeader, History: 1, TTL: cfg.LeaseTTL,
 		Description: "orchestrator leadership lease"}); err != nil {
+		return nil, err
+	}
+	if b.Demand, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketDemand, History: 1, TTL: cfg.DemandTTL,
+		Description: "demand bonuses of each stream, written by the leading orchestrator"}); err != nil {
 		return nil, err
 	}
 	return &b, nil

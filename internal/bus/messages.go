@@ -19,6 +19,7 @@ const (
 	MaxStreamsPerStatus = 1024 // streams one Status may list
 	MaxDemandEvents     = 1024 // events in one Demand batch
 	MaxRelaysPerStream  = 1024 // relays in one Placement
+	MaxBonusCells       = 1024 // locations in one Bonuses
 	MaxFieldLen         = 512  // any string field (addresses, reasons, URLs)
 )
 
@@ -126,6 +127,22 @@ type Placement struct {
 	App    string        `json:"app"`
 	Name   string        `json:"name"`
 	Relays []PlacedRelay `json:"relays"`
+}
+
+// Bonuses are the demand bonuses of one stream (bucket BucketDemand, key
+// StreamKey): what the leading orchestrator had gathered towards opening
+// relays, for the next leader to go on from.
+type Bonuses struct {
+	App   string       `json:"app"`
+	Name  string       `json:"name"`
+	Cells []BonusValue `json:"cells"`
+}
+
+// BonusValue is the bonus at one location, as of At (it decays from there).
+type BonusValue struct {
+	Location string    `json:"location"`
+	Value    float64   `json:"value"`
+	At       time.Time `json:"at"`
 }
 
 // Lease is the leader's claim (bucket BucketLeader, key LeaderKey).
@@ -311,6 +328,29 @@ func DecodePlacement(data []byte) (Placement, error) {
 		}
 	}
 	return p, nil
+}
+
+// DecodeBonuses decodes and checks Bonuses.
+func DecodeBonuses(data []byte) (Bonuses, error) {
+	var b Bonuses
+	if err := decode(data, &b); err != nil {
+		return Bonuses{}, err
+	}
+	if err := errors.Join(checkName("app", b.App), checkName("name", b.Name)); err != nil {
+		return Bonuses{}, err
+	}
+	if len(b.Cells) > MaxBonusCells {
+		return Bonuses{}, invalid("%d bonus cells", len(b.Cells))
+	}
+	for _, c := range b.Cells {
+		if err := ValidToken(c.Location); err != nil {
+			return Bonuses{}, invalid("location: %v", err)
+		}
+		if !(c.Value >= 0) || math.IsInf(c.Value, 0) {
+			return Bonuses{}, invalid("bonus %v", c.Value)
+		}
+	}
+	return b, nil
 }
 
 // DecodeLease decodes a Lease.

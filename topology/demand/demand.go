@@ -229,6 +229,45 @@ func (t *Tracker) Bonus(now time.Time, s int, v graph.VertexID) float64 {
 	return t.decay(t.streams[s].cells[j], now.UnixNano())
 }
 
+// Each calls fn for every location of stream s that gathers bonus and
+// holds at least min of it at now, with the bonus as of its last update
+// (value at at; it decays from there): what a leader saves for the next.
+func (t *Tracker) Each(now time.Time, s int, min float64, fn func(v graph.VertexID, value float64, at time.Time)) {
+	if s < 0 || s >= len(t.streams) || t.streams[s] == nil {
+		return
+	}
+	st := t.streams[s]
+	ns := now.UnixNano()
+	for j, c := range st.cells {
+		if c.value == 0 || st.hosted[j] || t.decay(c, ns) < min {
+			continue
+		}
+		fn(t.table.Dest(j), c.value, time.Unix(0, c.at))
+	}
+}
+
+// Restore adds to stream s at location v a bonus that was value at time
+// at (saved by an earlier leader); it decays from then on like any other.
+// Locations that gather no bonus, or host s, are left alone.
+func (t *Tracker) Restore(s int, v graph.VertexID, value float64, at time.Time) {
+	j := t.table.DestIndex(v)
+	if j < 0 || s < 0 || s >= t.cfg.MaxStreams || !t.candidate[j] || !(value > 0) || math.IsInf(value, 0) {
+		return
+	}
+	st := t.stream(s)
+	if st.hosted[j] {
+		return
+	}
+	c := &st.cells[j]
+	ns := at.UnixNano()
+	if ns >= c.at {
+		c.value = t.decay(*c, ns) + value
+		c.at = ns
+	} else {
+		c.value += t.decay(cell{value: value, at: ns}, c.at)
+	}
+}
+
 // SetHosted records that stream s is (or is no longer) hosted at location
 // v, e.g. when a relay opens, fails to open or closes. A hosted location
 // gathers no bonus for s.

@@ -185,3 +185,45 @@ func TestServedDistance(t *testing.T) {
 		t.Fatalf("A %v", a)
 	}
 }
+
+// TestSaveAndRestore: what Each reports, restored into a new tracker, gives
+// the same bonuses, decaying from the time they were saved; hosted and
+// non-candidate locations are left out.
+func TestSaveAndRestore(t *testing.T) {
+	cfg := Config{K: 1, Threshold: 100, HalfLife: 10 * time.Second, Floor: 1}
+	tr, v := setup(t, cfg)
+	t0 := time.Unix(1000, 0)
+	tr.ObserveN(t0, 3, v("V"), 8, inf, nil) // A 8, B 2
+	tr.SetHosted(3, v("B"), true)
+	t1 := t0.Add(10 * time.Second)
+	type saved struct {
+		v     graph.VertexID
+		value float64
+		at    time.Time
+	}
+	var cells []saved
+	tr.Each(t1, 3, 0.01, func(v graph.VertexID, value float64, at time.Time) { cells = append(cells, saved{v, value, at}) })
+	if len(cells) != 1 || cells[0].v != v("A") || !near(cells[0].value, 8) || !cells[0].at.Equal(t0) {
+		t.Fatalf("saved %+v, want A: 8 at t0 only (B is hosted)", cells)
+	}
+	tr.Each(t1, 3, 5, func(graph.VertexID, float64, time.Time) { t.Error("a cell under min reported") })
+
+	next, _ := setup(t, cfg)
+	for _, c := range cells {
+		next.Restore(3, c.v, c.value, c.at)
+	}
+	next.Restore(3, v("P"), 50, t0) // the primary's location gathers nothing
+	next.Restore(3, v("B"), -1, t0)
+	if got := next.Bonus(t1, 3, v("A")); !near(got, 4) {
+		t.Errorf("restored bonus at A one half-life later = %v, want 4", got)
+	}
+	if got := next.Bonus(t1, 3, v("P")) + next.Bonus(t1, 3, v("B")); got != 0 {
+		t.Errorf("restored %v where nothing gathers", got)
+	}
+	// New demand adds to the restored bonus; an older save adds decayed.
+	next.Observe(t1, 3, v("V"), inf, nil)
+	next.Restore(3, v("A"), 2, t0)
+	if got := next.Bonus(t1, 3, v("A")); !near(got, 4+1+1) {
+		t.Errorf("bonus at A = %v, want 4 + 1 + 2/2", got)
+	}
+}

@@ -243,6 +243,7 @@ func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64) err
 	}
 	defer sub.Unsubscribe()
 	st.startWorkers(ctx, &wg)
+	st.startBonusWriter(ctx, &wg)
 
 	t := time.NewTicker(o.cfg.Interval)
 	defer t.Stop()
@@ -272,6 +273,7 @@ func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64) err
 			rev = nrev
 			st.evaluate(ctx, now)
 			o.bonus.Store(st.bonuses(now))
+			st.saveBonuses(now)
 		}
 	}
 }

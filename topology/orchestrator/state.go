@@ -63,6 +63,7 @@ type state struct {
 	results chan result
 	dec     []demand.Decision
 	sdec    []scaling.Decision
+	bonus   bonusSaver // demand bonuses saved for the next leader (bonus.go)
 }
 
 func newState(o *Orchestrator, b *bus.Buckets) *state {
@@ -73,7 +74,7 @@ func newState(o *Orchestrator, b *bus.Buckets) *state {
 		scaler:  scaling.New(o.cfg.Scaling, g),
 		byName:  map[string]*stream{}, servers: map[string]int{},
 		seen: map[int]seen{}, down: map[int]bool{},
-		cmds: make(chan command, 1024), results: make(chan result, 1024)}
+		cmds: make(chan command, 1024), results: make(chan result, 1024), bonus: newBonusSaver()}
 	for i, s := range g.Servers() {
 		st.servers[s.ID] = i
 	}
@@ -149,7 +150,8 @@ func (st *state) restore(ctx context.Context) error {
 		}
 		st.o.log.Info("placement restored", "stream", p.App+"/"+p.Name, "relays", len(s.relays))
 	}
-	return nil
+	// Bonuses after placements: a location that hosts the stream gathers none.
+	return st.restoreBonuses(lctx)
 }
 
 // adopt makes the scaler account an existing relay. The scaler opens by
@@ -286,6 +288,7 @@ func (st *state) onDemand(ctx context.Context, now time.Time, d bus.Demand) {
 			nearest = distance.Inf
 		}
 		st.dec = st.tracker.ObserveN(now, s.id, v, float64(e.N), nearest, st.dec[:0])
+		st.bonus.dirty[s.id] = true
 		for _, dec := range st.dec {
 			sd, ok := st.scaler.OpenAt(now, s.id, dec.Location, dec.Reason)
 			if !ok {
@@ -457,10 +460,7 @@ func (st *state) save(ctx context.Context, s *stream) {
 // bonuses snapshots the demand bonuses above 1% of the threshold.
 func (st *state) bonuses(now time.Time) *[]Bonus {
 	out := []Bonus{}
-	thr := st.o.cfg.Demand.Threshold
-	if thr <= 0 {
-		thr = 50
-	}
+	thr := st.threshold()
 	for _, s := range st.byID {
 		for j := 0; j < st.table.NumDests(); j++ {
 			v := st.table.Dest(j)
