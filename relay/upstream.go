@@ -77,17 +77,24 @@ func NewUpstream(ctx context.Context, cfg UpstreamConfig, hubs *hub.Registry, lo
 	return u, nil
 }
 
-// SetURL changes the upstream for pulls started from now on (the
-// orchestrator may move a relay to a nearer parent).
+// SetURL changes the configured upstream for pulls started from now on.
 func (u *Upstream) SetURL(raw string) error {
-	pu, err := rtmp.ParseURL(strings.TrimRight(raw, "/")+"/_", 1)
+	url, err := parseUpstream(raw)
 	if err != nil {
-		return fmt.Errorf("upstream url: %w", err)
+		return err
 	}
 	u.mu.Lock()
-	u.url = rtmp.URL{Host: pu.Host}
+	u.url = url
 	u.mu.Unlock()
 	return nil
+}
+
+func parseUpstream(raw string) (rtmp.URL, error) {
+	pu, err := rtmp.ParseURL(strings.TrimRight(raw, "/")+"/_", 1)
+	if err != nil {
+		return rtmp.URL{}, fmt.Errorf("upstream url: %w", err)
+	}
+	return rtmp.URL{Host: pu.Host}, nil
 }
 
 type pull struct {
@@ -98,6 +105,12 @@ type pull struct {
 	log       *slog.Logger
 	cancel    context.CancelFunc
 	hold      bool
+	// parent, when set, is where this stream is pulled from instead of the
+	// configured upstream (the orchestrator's placement); after an attempt
+	// there fails before playing, the pull falls back to the configured
+	// upstream, whose chain leads to the primary whatever the placements.
+	parent rtmp.URL
+	from   string // the host of the current attempt
 
 	started  chan struct{} // closed once the first attempt succeeded or failed
 	startErr error
@@ -119,7 +132,7 @@ func (u *Upstream) Pulls() []PullInfo {
 	defer u.mu.Unlock()
 	out := make([]PullInfo, 0, len(u.pulls))
 	for _, p := range u.pulls {
-		out = append(out, PullInfo{App: p.app, Name: p.name, Upstream: u.url.Host, Live: p.hub.Live(), Held: p.hold})
+		out = append(out, PullInfo{App: p.app, Name: p.name, Upstream: p.from, Live: p.hub.Live(), Held: p.hold})
 	}
 	return out
 }
@@ -128,7 +141,7 @@ func (u *Upstream) Pulls() []PullInfo {
 // upstream has accepted the play (or refused it, or StartTimeout passed).
 // query is passed upstream with connect and play (auth tokens).
 func (u *Upstream) Ensure(ctx context.Context, app, name, query string) error {
-	p := u.start(app, name, query, false)
+	p := u.start(app, name, query, false, rtmp.URL{})
 	t := time.NewTimer(u.cfg.StartTimeout)
 	defer t.Stop()
 	select {
@@ -141,9 +154,18 @@ func (u *Upstream) Ensure(ctx context.Context, app, name, query string) error {
 	}
 }
 
-// Hold pulls app/name and keeps it with or without viewers until Release.
-func (u *Upstream) Hold(ctx context.Context, app, name string) error {
-	p := u.start(app, name, "", true)
+// Hold pulls app/name and keeps it with or without viewers until Release:
+// from parent (rtmp://host:port) when given, else from the configured
+// upstream. A stream pulled already goes on from where it is pulled from.
+func (u *Upstream) Hold(ctx context.Context, app, name, parent string) error {
+	var from rtmp.URL
+	if parent != "" {
+		var err error
+		if from, err = parseUpstream(parent); err != nil {
+			return err
+		}
+	}
+	p := u.start(app, name, "", true, from)
 	select {
 	case <-p.started:
 		return p.startErr
@@ -163,7 +185,7 @@ func (u *Upstream) Release(app, name string) {
 	}
 }
 
-func (u *Upstream) start(app, name, query string, hold bool) *pull {
+func (u *Upstream) start(app, name, query string, hold bool, parent rtmp.URL) *pull {
 	key := app + "/" + name
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -181,9 +203,15 @@ func (u *Upstream) start(app, name, query string, hold bool) *pull {
 		cancel:  cancel,
 		started: make(chan struct{}),
 		done:    make(chan struct{}),
+		parent:  parent,
 	}
+	url := u.url
+	if parent.Host != "" {
+		url = parent
+	}
+	p.from = url.Host
 	u.pulls[key] = p
-	go p.run(ctx, u.url)
+	go p.run(ctx, url)
 	return p
 }
 
@@ -238,7 +266,10 @@ func (p *pull) run(ctx context.Context, url rtmp.URL) {
 		}
 		backoff = min(2*backoff, p.u.cfg.BackoffMax)
 		p.u.mu.Lock()
-		url = p.u.url
+		if p.parent.Host == "" || !playing && url == p.parent {
+			url = p.u.url // the parent is gone (or there is none): the configured upstream
+		}
+		p.from = url.Host
 		p.u.mu.Unlock()
 	}
 }

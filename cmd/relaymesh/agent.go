@@ -8,7 +8,6 @@ import (
 
 	"github.com/relaymesh/relaymesh/ingest"
 	"github.com/relaymesh/relaymesh/internal/bus"
-	"github.com/relaymesh/relaymesh/relay"
 	"github.com/relaymesh/relaymesh/relay/agent"
 )
 
@@ -31,23 +30,6 @@ func (a *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.advHTTP, "advertise-http", "", "host:port viewers reach the HTTP listener at (default: the listen address)")
 	fs.IntVar(&a.capViewers, "capacity-viewers", 0, "viewers this server takes before the orchestrator looks elsewhere (0: unlimited)")
 	fs.Float64Var(&a.capMbps, "capacity-mbps", 0, "Mbit/s this server sends before the orchestrator looks elsewhere (0: unlimited)")
-}
-
-// upstreamPuller makes an orchestrator's parent change move shared-object
-// scope links along with media pulls.
-type upstreamPuller struct {
-	*relay.Upstream
-	also func(string) error
-}
-
-func (p upstreamPuller) SetURL(raw string) error {
-	if err := p.Upstream.SetURL(raw); err != nil {
-		return err
-	}
-	if p.also != nil {
-		return p.also(raw)
-	}
-	return nil
 }
 
 // start runs the agent in the background when --nats was given and returns

@@ -129,7 +129,7 @@ func devMain(ctx context.Context, args []string, ready func(httpAddr string)) er
 			return err
 		}
 		h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Messages: sor.Message, Grace: n.cfg.RTMP.Grace, Log: n.log})
-		if err := devAgent(ctx, spawn, connect, s, n, upstreamPuller{Upstream: up, also: sor.SetUpstream}); err != nil {
+		if err := devAgent(ctx, spawn, connect, s, n, up); err != nil {
 			return err
 		}
 		spawn(s.ID, func() error { return n.run(ctx, sor.Wrap(h)) })

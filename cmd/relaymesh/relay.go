@@ -70,7 +70,7 @@ func runRelay(ctx context.Context, args []string) error {
 	}
 	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Messages: sor.Message, Grace: cfg.RTMP.Grace, Log: log})
 	log.Info("relay listening", "rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String(), "upstream", cfg.Relay.Upstream, "location", cfg.Relay.Location)
-	conn, err := af.start(ctx, n, cfg.Relay.ID, cfg.Relay.Location, upstreamPuller{Upstream: up, also: sor.SetUpstream}, log)
+	conn, err := af.start(ctx, n, cfg.Relay.ID, cfg.Relay.Location, up, log)
 	if err != nil {
 		return err
 	}

@@ -23,13 +23,14 @@ import (
 // Puller is the part of the relay's upstream the agent drives
 // (*relay.Upstream implements it).
 type Puller interface {
-	// Hold pulls app/name and keeps it until Release; it returns once the
-	// upstream plays (or refused, or ctx ended).
-	Hold(ctx context.Context, app, name string) error
+	// Hold pulls app/name from parent (rtmp://host:port; "" for the
+	// configured upstream) and keeps it until Release; it returns once the
+	// upstream plays (or refused, or ctx ended). The parent is the
+	// orchestrator's choice for this stream only: other streams, and pulls
+	// for viewers, keep the configured upstream.
+	Hold(ctx context.Context, app, name, parent string) error
 	// Release stops pulling app/name.
 	Release(app, name string)
-	// SetURL changes the upstream for pulls started from now on.
-	SetURL(raw string) error
 }
 
 // StatsFunc returns the current per-stream load of the relay.
@@ -229,14 +230,9 @@ func (a *Agent) handle(ctx context.Context, data []byte) error {
 	log := a.log.With("op", cmd.Op, "stream", key, "reason", cmd.Reason)
 	switch cmd.Op {
 	case bus.OpOpen:
-		if cmd.Parent != "" {
-			if err := a.puller.SetURL(cmd.Parent); err != nil {
-				return fmt.Errorf("parent %q: %w", cmd.Parent, err)
-			}
-		}
 		octx, cancel := context.WithTimeout(ctx, a.cfg.OpenTimeout)
 		defer cancel()
-		if err := a.puller.Hold(octx, cmd.App, cmd.Name); err != nil {
+		if err := a.puller.Hold(octx, cmd.App, cmd.Name, cmd.Parent); err != nil {
 			log.Warn("open failed", "parent", cmd.Parent, "err", err)
 			return fmt.Errorf("open %s: %w", key, err)
 		}

@@ -20,9 +20,10 @@ type fakePuller struct {
 	released []string
 }
 
-func (f *fakePuller) Hold(ctx context.Context, app, name string) error {
+func (f *fakePuller) Hold(ctx context.Context, app, name, parent string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.url = parent
 	if f.fail != nil {
 		return f.fail
 	}
@@ -35,7 +36,6 @@ func (f *fakePuller) Release(app, name string) {
 	delete(f.held, app+"/"+name)
 	f.released = append(f.released, app+"/"+name)
 }
-func (f *fakePuller) SetURL(u string) error { f.mu.Lock(); f.url = u; f.mu.Unlock(); return nil }
 
 func startBus(t *testing.T) *bus.Conn {
 	t.Helper()
