@@ -98,6 +98,9 @@ func devMain(ctx context.Context, args []string, ready func(httpAddr string)) er
 		return err
 	}
 	defer soConn.Close()
+	// Stream starts and ends, for the orchestrator (it closes the relays of
+	// a stream that ended).
+	announceStreams(ctx, soConn, in, pn.log)
 	sos, stopSO, err := (&soFlags{data: filepath.Join(dir, "so")}).primary(pn, pn.log, soConn)
 	if err != nil {
 		return err

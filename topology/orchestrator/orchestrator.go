@@ -49,6 +49,10 @@ type Config struct {
 	CommandTimeout time.Duration
 	// MaxStreams bounds the streams tracked. Default 10,000.
 	MaxStreams int
+	// EndGrace is how long after the primary reports a stream unpublished
+	// the leader closes its relays and forgets its demand, unless it is
+	// published again meanwhile (a publisher reconnecting). Default 30 s.
+	EndGrace time.Duration
 }
 
 func (c *Config) defaults() {
@@ -73,6 +77,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxStreams <= 0 {
 		c.MaxStreams = 10000
+	}
+	if c.EndGrace <= 0 {
+		c.EndGrace = 30 * time.Second
 	}
 }
 
@@ -242,6 +249,17 @@ func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64) err
 		return fmt.Errorf("subscribe demand: %w", err)
 	}
 	defer sub.Unsubscribe()
+	eventCh := make(chan []byte, 256)
+	esub, err := o.conn.NC.Subscribe(bus.StreamEventWildcard, func(m *nats.Msg) {
+		select {
+		case eventCh <- m.Data:
+		default: // dropped: the stream's relays stay until closed otherwise
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("subscribe stream events: %w", err)
+	}
+	defer esub.Unsubscribe()
 	st.startWorkers(ctx, &wg)
 	st.startBonusWriter(ctx, &wg)
 
@@ -260,6 +278,13 @@ func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64) err
 				continue
 			}
 			st.onDemand(ctx, time.Now(), d)
+		case data := <-eventCh:
+			e, err := bus.DecodeStreamEvent(data)
+			if err != nil {
+				o.log.Debug("bad stream event", "err", err)
+				continue
+			}
+			st.onStreamEvent(time.Now(), e)
 		case r := <-st.results:
 			st.onResult(ctx, r)
 		case now := <-t.C:
@@ -271,6 +296,7 @@ func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64) err
 				return fmt.Errorf("renew lease: %w", err)
 			}
 			rev = nrev
+			st.endStreams(ctx, now)
 			st.evaluate(ctx, now)
 			o.bonus.Store(st.bonuses(now))
 			st.saveBonuses(now)

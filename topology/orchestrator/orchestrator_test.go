@@ -2,11 +2,14 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/relaymesh/relaymesh/internal/bus"
 	"github.com/relaymesh/relaymesh/topology/demand"
@@ -24,42 +27,57 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
-func TestDemandOpensRelayAndLeaderTakesOver(t *testing.T) {
+// cluster is an embedded bus with two orchestrators, a and b, and fake
+// relays that acknowledge every command.
+type cluster struct {
+	t       *testing.T
+	ctx     context.Context
+	b       *bus.Buckets
+	g       *graph.Graph
+	orch    [2]*Orchestrator
+	cancels [2]context.CancelFunc
+	done    [2]chan struct{}
+	conn    func() *bus.Conn
+
+	mu   sync.Mutex
+	cmds map[string][]string // relay id → ops received
+}
+
+func startCluster(t *testing.T, cfg Config) *cluster {
+	t.Helper()
 	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Shutdown()
-	conn := func() *bus.Conn {
-		c, err := bus.Connect(bus.Options{InProcess: e.Server()}, nil)
+	t.Cleanup(e.Shutdown)
+	c := &cluster{t: t, cmds: map[string][]string{}}
+	c.conn = func() *bus.Conn {
+		bc, err := bus.Connect(bus.Options{InProcess: e.Server()}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(c.Close)
-		return c
+		t.Cleanup(bc.Close)
+		return bc
 	}
-	relays := conn()
-	g, err := graph.DevWorld()
-	if err != nil {
+	if c.g, err = graph.DevWorld(); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	bcfg := bus.BucketConfig{StatusTTL: 3 * time.Second, LeaseTTL: time.Second}
-	b, err := relays.OpenBuckets(ctx, bcfg)
-	if err != nil {
+	t.Cleanup(cancel)
+	c.ctx = ctx
+	cfg.Graph, cfg.Interval = c.g, 100*time.Millisecond
+	cfg.Buckets = bus.BucketConfig{StatusTTL: 3 * time.Second, LeaseTTL: time.Second}
+	relays := c.conn()
+	if c.b, err = relays.OpenBuckets(ctx, cfg.Buckets); err != nil {
 		t.Fatal(err)
 	}
-
-	// Fake relays: acknowledge every command and report status.
-	var mu sync.Mutex
-	opened := map[string]int{}
 	sub, err := relays.NC.Subscribe("relaymesh.v1.relay.*.cmd", func(m *nats.Msg) {
-		c, err := bus.DecodeCommand(m.Data)
-		if err == nil && c.Op == bus.OpOpen {
-			mu.Lock()
-			opened[m.Subject]++
-			mu.Unlock()
+		cmd, err := bus.DecodeCommand(m.Data)
+		if err == nil {
+			c.mu.Lock()
+			id := strings.TrimSuffix(strings.TrimPrefix(m.Subject, "relaymesh.v1.relay."), ".cmd")
+			c.cmds[id] = append(c.cmds[id], cmd.Op)
+			c.mu.Unlock()
 		}
 		data, _ := bus.Encode(bus.Reply{OK: err == nil})
 		_ = m.Respond(data)
@@ -67,83 +85,111 @@ func TestDemandOpensRelayAndLeaderTakesOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sub.Unsubscribe()
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	go func() {
 		for ctx.Err() == nil {
-			for _, s := range g.Servers() {
+			for _, s := range c.g.Servers() {
 				data, _ := bus.Encode(bus.Status{ID: s.ID, Location: s.Location, RTMP: s.RTMP, Time: time.Now()})
-				_, _ = b.Relays.Put(ctx, s.ID, data)
+				_, _ = c.b.Relays.Put(ctx, s.ID, data)
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
-
-	cfg := Config{Graph: g, Interval: 100 * time.Millisecond, Buckets: bcfg, Demand: demand.Config{Threshold: 5}}
-	var orch [2]*Orchestrator
-	var cancels [2]context.CancelFunc
-	var done [2]chan struct{}
-	for i := range orch {
+	for i := range c.orch {
 		cfg.ID = []string{"a", "b"}[i]
-		o, err := New(cfg, conn(), nil)
+		o, err := New(cfg, c.conn(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		orch[i] = o
+		c.orch[i] = o
 		octx, ocancel := context.WithCancel(ctx)
-		cancels[i], done[i] = ocancel, make(chan struct{})
-		go func() { defer close(done[i]); _ = o.Run(octx) }()
+		c.cancels[i], c.done[i] = ocancel, make(chan struct{})
+		go func() { defer close(c.done[i]); _ = o.Run(octx) }()
 	}
-	defer func() {
-		for i := range orch {
-			cancels[i]()
-			<-done[i]
+	t.Cleanup(func() {
+		for i := range c.orch {
+			c.cancels[i]()
+			<-c.done[i]
 		}
-	}()
-	waitFor(t, "a leader", func() bool { return orch[0].Leader() != orch[1].Leader() })
-	lead := 0
-	if orch[1].Leader() {
-		lead = 1
+	})
+	return c
+}
+
+// leader waits for one of the two to lead and returns its index.
+func (c *cluster) leader() int {
+	waitFor(c.t, "a leader", func() bool { return c.orch[0].Leader() != c.orch[1].Leader() })
+	if c.orch[1].Leader() {
+		return 1
 	}
+	return 0
+}
+
+// stop stops orchestrator i.
+func (c *cluster) stop(i int) {
+	c.cancels[i]()
+	<-c.done[i]
+}
+
+// ops returns the commands relay id received.
+func (c *cluster) ops(id string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.cmds[id]...)
+}
+
+func (c *cluster) publish(subject string, v any) {
+	c.t.Helper()
+	data, _ := bus.Encode(v)
+	if err := c.conn().NC.Publish(subject, data); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// placedAt reports whether app/name has exactly one relay, ready, on server.
+func (c *cluster) placedAt(app, name, server string) bool {
+	e, err := c.b.Placements.Get(c.ctx, bus.StreamKey(app, name))
+	if err != nil {
+		return false
+	}
+	p, err := bus.DecodePlacement(e.Value())
+	return err == nil && len(p.Relays) == 1 && p.Relays[0].Server == server &&
+		p.Relays[0].State == bus.StateReady && p.Relays[0].Parent == "primary"
+}
+
+func count(ops []string, op string) int {
+	n := 0
+	for _, o := range ops {
+		if o == op {
+			n++
+		}
+	}
+	return n
+}
+
+func TestDemandOpensRelayAndLeaderTakesOver(t *testing.T) {
+	c := startCluster(t, Config{Demand: demand.Config{Threshold: 5}})
+	lead := c.leader()
 
 	// Demand from Japan opens the stream at the Asian hub.
-	pub := conn()
-	data, _ := bus.Encode(bus.Demand{Events: []bus.DemandEvent{{App: "live", Name: "a", Vertex: "JP", Nearest: 10, N: 200}}})
-	if err := pub.NC.Publish(bus.DemandSubject, data); err != nil {
-		t.Fatal(err)
-	}
-	key := bus.StreamKey("live", "a")
-	ready := func() bool {
-		e, err := b.Placements.Get(ctx, key)
-		if err != nil {
-			return false
-		}
-		p, err := bus.DecodePlacement(e.Value())
-		return err == nil && len(p.Relays) == 1 && p.Relays[0].Server == "relay-as" &&
-			p.Relays[0].State == bus.StateReady && p.Relays[0].Parent == "primary"
-	}
+	c.publish(bus.DemandSubject, bus.Demand{Events: []bus.DemandEvent{{App: "live", Name: "a", Vertex: "JP", Nearest: 10, N: 200}}})
+	ready := func() bool { return c.placedAt("live", "a", "relay-as") }
 	waitFor(t, "relay-as ready in the placements", ready)
-	if len(orch[lead].Bonuses()) != 0 {
+	for _, bo := range c.orch[lead].Bonuses() {
 		// The bonus at "as" was reset when the relay opened; others may be small.
-		for _, bo := range orch[lead].Bonuses() {
-			if bo.Location == "as" {
-				t.Fatalf("bonus left at the opened location: %+v", bo)
-			}
+		if bo.Location == "as" {
+			t.Fatalf("bonus left at the opened location: %+v", bo)
 		}
 	}
 
 	// The leader stops; the other takes over and keeps the placement.
-	cancels[lead]()
-	<-done[lead]
+	c.stop(lead)
 	other := 1 - lead
-	waitFor(t, "takeover", orch[other].Leader)
+	waitFor(t, "takeover", c.orch[other].Leader)
 	time.Sleep(500 * time.Millisecond) // a few evaluations of the new leader
 	if !ready() {
 		t.Fatal("placement lost after takeover")
 	}
-	mu.Lock()
-	n := opened["relaymesh.v1.relay.relay-as.cmd"]
-	mu.Unlock()
-	if n != 1 {
+	if n := count(c.ops("relay-as"), bus.OpOpen); n != 1 {
 		t.Fatalf("relay-as got %d open commands, want 1 (a ready relay is adopted, not reopened)", n)
 	}
 }
@@ -152,56 +198,8 @@ func TestDemandOpensRelayAndLeaderTakesOver(t *testing.T) {
 // (below the threshold, so no relay opens) are where the next leader
 // starts from.
 func TestBonusesSurviveTakeover(t *testing.T) {
-	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Shutdown()
-	conn := func() *bus.Conn {
-		c, err := bus.Connect(bus.Options{InProcess: e.Server()}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c
-	}
-	g, err := graph.DevWorld()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	bcfg := bus.BucketConfig{StatusTTL: 3 * time.Second, LeaseTTL: time.Second}
-	b, err := conn().OpenBuckets(ctx, bcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Graph: g, Interval: 100 * time.Millisecond, Buckets: bcfg}
-	var orch [2]*Orchestrator
-	var cancels [2]context.CancelFunc
-	var done [2]chan struct{}
-	for i := range orch {
-		cfg.ID = []string{"a", "b"}[i]
-		o, err := New(cfg, conn(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		orch[i] = o
-		octx, ocancel := context.WithCancel(ctx)
-		cancels[i], done[i] = ocancel, make(chan struct{})
-		go func() { defer close(done[i]); _ = o.Run(octx) }()
-	}
-	defer func() {
-		for i := range orch {
-			cancels[i]()
-			<-done[i]
-		}
-	}()
-	waitFor(t, "a leader", func() bool { return orch[0].Leader() != orch[1].Leader() })
-	lead := 0
-	if orch[1].Leader() {
-		lead = 1
-	}
+	c := startCluster(t, Config{})
+	lead := c.leader()
 	at := func(o *Orchestrator) float64 {
 		for _, bo := range o.Bonuses() {
 			if bo.App == "live" && bo.Name == "a" && bo.Location == "as" {
@@ -211,26 +209,52 @@ func TestBonusesSurviveTakeover(t *testing.T) {
 		return 0
 	}
 
-	data, _ := bus.Encode(bus.Demand{Events: []bus.DemandEvent{{App: "live", Name: "a", Vertex: "JP", Nearest: -1, N: 20}}})
-	if err := conn().NC.Publish(bus.DemandSubject, data); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "a bonus at as", func() bool { return at(orch[lead]) > 0 })
-	before := at(orch[lead])
+	c.publish(bus.DemandSubject, bus.Demand{Events: []bus.DemandEvent{{App: "live", Name: "a", Vertex: "JP", Nearest: -1, N: 20}}})
+	waitFor(t, "a bonus at as", func() bool { return at(c.orch[lead]) > 0 })
+	before := at(c.orch[lead])
 	if before >= 50 {
 		t.Fatalf("bonus %v reached the threshold; the test wants less", before)
 	}
 	waitFor(t, "the bonuses saved", func() bool {
-		_, err := b.Demand.Get(ctx, bus.StreamKey("live", "a"))
+		_, err := c.b.Demand.Get(c.ctx, bus.StreamKey("live", "a"))
 		return err == nil
 	})
 
-	cancels[lead]()
-	<-done[lead]
+	c.stop(lead)
 	other := 1 - lead
-	waitFor(t, "takeover", orch[other].Leader)
-	waitFor(t, "the bonus restored", func() bool { return at(orch[other]) > 0 })
-	if after := at(orch[other]); after < 0.8*before || after > before {
+	waitFor(t, "takeover", c.orch[other].Leader)
+	waitFor(t, "the bonus restored", func() bool { return at(c.orch[other]) > 0 })
+	if after := at(c.orch[other]); after < 0.8*before || after > before {
 		t.Fatalf("bonus at as: %v under the first leader, %v under the next (60 s half-life)", before, after)
+	}
+}
+
+// TestEndedStreamClosesRelays: a stream the primary reports unpublished
+// loses its relays after EndGrace, unless it comes back before.
+func TestEndedStreamClosesRelays(t *testing.T) {
+	c := startCluster(t, Config{Demand: demand.Config{Threshold: 5}, EndGrace: 400 * time.Millisecond})
+	c.leader()
+	for _, name := range []string{"a", "b"} {
+		c.publish(bus.DemandSubject, bus.Demand{Events: []bus.DemandEvent{{App: "live", Name: name, Vertex: "JP", Nearest: 10, N: 200}}})
+		waitFor(t, "live/"+name+" on relay-as", func() bool { return c.placedAt("live", name, "relay-as") })
+	}
+	event := func(name, ev string) {
+		subj, _ := bus.StreamEventSubject("live", name)
+		c.publish(subj, bus.StreamEvent{App: "live", Name: name, Event: ev, Time: time.Now()})
+	}
+	event("a", bus.EventUnpublish)
+	event("b", bus.EventUnpublish)
+	time.Sleep(100 * time.Millisecond)
+	event("b", bus.EventPublish) // b's publisher is back within the grace
+	waitFor(t, "live/a's placement deleted", func() bool {
+		_, err := c.b.Placements.Get(c.ctx, bus.StreamKey("live", "a"))
+		return errors.Is(err, jetstream.ErrKeyNotFound)
+	})
+	if n := count(c.ops("relay-as"), bus.OpClose); n != 1 {
+		t.Errorf("relay-as got %d close commands, want 1 (for live/a)", n)
+	}
+	time.Sleep(600 * time.Millisecond) // past b's grace
+	if !c.placedAt("live", "b", "relay-as") {
+		t.Error("live/b lost its relay although its publisher came back")
 	}
 }

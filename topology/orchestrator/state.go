@@ -63,7 +63,8 @@ type state struct {
 	results chan result
 	dec     []demand.Decision
 	sdec    []scaling.Decision
-	bonus   bonusSaver // demand bonuses saved for the next leader (bonus.go)
+	bonus   bonusSaver        // demand bonuses saved for the next leader (bonus.go)
+	ended   map[int]time.Time // stream id → when the primary reported it unpublished (ended.go)
 }
 
 func newState(o *Orchestrator, b *bus.Buckets) *state {
@@ -74,7 +75,8 @@ func newState(o *Orchestrator, b *bus.Buckets) *state {
 		scaler:  scaling.New(o.cfg.Scaling, g),
 		byName:  map[string]*stream{}, servers: map[string]int{},
 		seen: map[int]seen{}, down: map[int]bool{},
-		cmds: make(chan command, 1024), results: make(chan result, 1024), bonus: newBonusSaver()}
+		cmds: make(chan command, 1024), results: make(chan result, 1024), bonus: newBonusSaver(),
+		ended: map[int]time.Time{}}
 	for i, s := range g.Servers() {
 		st.servers[s.ID] = i
 	}
