@@ -145,6 +145,23 @@ func (c *cluster) publish(subject string, v any) {
 	}
 }
 
+// demandUntil publishes the demand event until cond holds: the leader's
+// subscription may start a little after it says it leads, and demand is
+// not persisted.
+func (c *cluster) demandUntil(what string, e bus.DemandEvent, cond func() bool) {
+	c.t.Helper()
+	for i := 0; i < 30; i++ {
+		c.publish(bus.DemandSubject, bus.Demand{Events: []bus.DemandEvent{e}})
+		for j := 0; j < 10; j++ {
+			if cond() {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	c.t.Fatalf("timed out waiting for %s", what)
+}
+
 // placedAt reports whether app/name has exactly one relay, ready, on server.
 func (c *cluster) placedAt(app, name, server string) bool {
 	e, err := c.b.Placements.Get(c.ctx, bus.StreamKey(app, name))
@@ -171,9 +188,8 @@ func TestDemandOpensRelayAndLeaderTakesOver(t *testing.T) {
 	lead := c.leader()
 
 	// Demand from Japan opens the stream at the Asian hub.
-	c.publish(bus.DemandSubject, bus.Demand{Events: []bus.DemandEvent{{App: "live", Name: "a", Vertex: "JP", Nearest: 10, N: 200}}})
 	ready := func() bool { return c.placedAt("live", "a", "relay-as") }
-	waitFor(t, "relay-as ready in the placements", ready)
+	c.demandUntil("relay-as ready in the placements", bus.DemandEvent{App: "live", Name: "a", Vertex: "JP", Nearest: 10, N: 200}, ready)
 	for _, bo := range c.orch[lead].Bonuses() {
 		// The bonus at "as" was reset when the relay opened; others may be small.
 		if bo.Location == "as" {
@@ -209,8 +225,7 @@ func TestBonusesSurviveTakeover(t *testing.T) {
 		return 0
 	}
 
-	c.publish(bus.DemandSubject, bus.Demand{Events: []bus.DemandEvent{{App: "live", Name: "a", Vertex: "JP", Nearest: -1, N: 20}}})
-	waitFor(t, "a bonus at as", func() bool { return at(c.orch[lead]) > 0 })
+	c.demandUntil("a bonus at as", bus.DemandEvent{App: "live", Name: "a", Vertex: "JP", Nearest: -1, N: 2}, func() bool { return at(c.orch[lead]) > 0 })
 	before := at(c.orch[lead])
 	if before >= 50 {
 		t.Fatalf("bonus %v reached the threshold; the test wants less", before)
@@ -235,8 +250,8 @@ func TestEndedStreamClosesRelays(t *testing.T) {
 	c := startCluster(t, Config{Demand: demand.Config{Threshold: 5}, EndGrace: 400 * time.Millisecond})
 	c.leader()
 	for _, name := range []string{"a", "b"} {
-		c.publish(bus.DemandSubject, bus.Demand{Events: []bus.DemandEvent{{App: "live", Name: name, Vertex: "JP", Nearest: 10, N: 200}}})
-		waitFor(t, "live/"+name+" on relay-as", func() bool { return c.placedAt("live", name, "relay-as") })
+		c.demandUntil("live/"+name+" on relay-as", bus.DemandEvent{App: "live", Name: name, Vertex: "JP", Nearest: 10, N: 200},
+			func() bool { return c.placedAt("live", name, "relay-as") })
 	}
 	event := func(name, ev string) {
 		subj, _ := bus.StreamEventSubject("live", name)
