@@ -109,31 +109,16 @@ func (st *state) saveBonuses(now time.Time) {
 
 // restoreBonuses loads what the previous leader saved.
 func (st *state) restoreBonuses(ctx context.Context) error {
-	lister, err := st.b.Demand.ListKeys(ctx)
-	if err != nil {
-		return err
-	}
-	var keys []string
-	for k := range lister.Keys() {
-		keys = append(keys, k)
-	}
 	n := 0
-	for _, k := range keys {
-		e, err := st.b.Demand.Get(ctx, k)
-		if err != nil {
-			if errors.Is(err, jetstream.ErrKeyNotFound) {
-				continue
-			}
-			return err
-		}
-		b, err := bus.DecodeBonuses(e.Value())
+	err := eachEntry(ctx, st.b.Demand, func(k string, value []byte) bool {
+		b, err := bus.DecodeBonuses(value)
 		if err != nil {
 			st.o.log.Warn("skipping bad demand bonuses", "key", k, "err", err)
-			continue
+			return true
 		}
 		s := st.stream(b.App, b.Name)
 		if s == nil {
-			break
+			return false
 		}
 		for _, c := range b.Cells {
 			if v, ok := st.g.Vertex(c.Location); ok {
@@ -142,11 +127,12 @@ func (st *state) restoreBonuses(ctx context.Context) error {
 		}
 		st.bonus.saved[s.id] = true
 		n++
-	}
+		return true
+	})
 	if n > 0 {
 		st.o.log.Info("demand bonuses restored", "streams", n)
 	}
-	return nil
+	return err
 }
 
 // threshold is the demand threshold in effect.

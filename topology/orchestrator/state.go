@@ -103,31 +103,16 @@ func (st *state) stream(app, name string) *stream {
 func (st *state) restore(ctx context.Context) error {
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	lister, err := st.b.Placements.ListKeys(lctx)
-	if err != nil {
-		return err
-	}
-	var keys []string
-	for k := range lister.Keys() {
-		keys = append(keys, k)
-	}
 	now := time.Now()
-	for _, k := range keys {
-		e, err := st.b.Placements.Get(lctx, k)
-		if err != nil {
-			if errors.Is(err, jetstream.ErrKeyNotFound) {
-				continue
-			}
-			return err
-		}
-		p, err := bus.DecodePlacement(e.Value())
+	err := eachEntry(lctx, st.b.Placements, func(k string, value []byte) bool {
+		p, err := bus.DecodePlacement(value)
 		if err != nil {
 			st.o.log.Warn("skipping bad placement", "key", k, "err", err)
-			continue
+			return true
 		}
 		s := st.stream(p.App, p.Name)
 		if s == nil {
-			break
+			return false
 		}
 		for _, r := range p.Relays {
 			srv, ok := st.servers[r.Server]
@@ -151,9 +136,39 @@ func (st *state) restore(ctx context.Context) error {
 			}
 		}
 		st.o.log.Info("placement restored", "stream", p.App+"/"+p.Name, "relays", len(s.relays))
+		return true
+	})
+	if err != nil {
+		return err
 	}
 	// Bonuses after placements: a location that hosts the stream gathers none.
 	return st.restoreBonuses(lctx)
+}
+
+// eachEntry calls fn with every entry of kv (skipping keys deleted
+// meanwhile) until fn returns false.
+func eachEntry(ctx context.Context, kv jetstream.KeyValue, fn func(key string, value []byte) bool) error {
+	lister, err := kv.ListKeys(ctx)
+	if err != nil {
+		return err
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		e, err := kv.Get(ctx, k)
+		if err != nil {
+			if errors.Is(err, jetstream.ErrKeyNotFound) {
+				continue
+			}
+			return err
+		}
+		if !fn(k, e.Value()) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // adopt makes the scaler account an existing relay. The scaler opens by
