@@ -266,8 +266,10 @@ func (p *pull) run(ctx context.Context, url rtmp.URL) {
 		}
 		backoff = min(2*backoff, p.u.cfg.BackoffMax)
 		p.u.mu.Lock()
-		if p.parent.Host == "" || !playing && url == p.parent {
-			url = p.u.url // the parent is gone (or there is none): the configured upstream
+		if p.parent.Host == "" || url != p.parent || !playing {
+			// No parent, or it did not play again: the configured upstream
+			// (a lost connection to a parent that played is tried once more).
+			url = p.u.url
 		}
 		p.from = url.Host
 		p.u.mu.Unlock()
