@@ -40,16 +40,17 @@ func freeAddr(t *testing.T) string {
 type testNode struct {
 	rtmp, http string
 	cancel     context.CancelFunc
-	done       chan error
+	done       chan struct{} // closed when the node returned, with err
+	err        error
 }
 
 func (n *testNode) stop(t *testing.T) {
 	t.Helper()
 	n.cancel()
 	select {
-	case err := <-n.done:
-		if err != nil {
-			t.Errorf("node %s: %v", n.rtmp, err)
+	case <-n.done:
+		if n.err != nil {
+			t.Errorf("node %s: %v", n.rtmp, n.err)
 		}
 	case <-time.After(15 * time.Second):
 		t.Errorf("node %s did not stop within 15s", n.rtmp)
@@ -63,7 +64,7 @@ func startNode(t *testing.T, run func(context.Context, []string) error, rtmpAddr
 	if rtmpAddr == "" {
 		rtmpAddr = freeAddr(t)
 	}
-	n := &testNode{rtmp: rtmpAddr, http: freeAddr(t), done: make(chan error, 1)}
+	n := &testNode{rtmp: rtmpAddr, http: freeAddr(t), done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	level := os.Getenv("RELAYMESH_TEST_LOG") // e.g. debug, to see the servers' logs
@@ -71,7 +72,7 @@ func startNode(t *testing.T, run func(context.Context, []string) error, rtmpAddr
 		level = "warn"
 	}
 	args = append([]string{"--rtmp", n.rtmp, "--http", n.http, "--log-level", level}, args...)
-	go func() { n.done <- run(ctx, args) }()
+	go func() { n.err = run(ctx, args); close(n.done) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, err := net.Dial("tcp", n.rtmp)
@@ -80,8 +81,8 @@ func startNode(t *testing.T, run func(context.Context, []string) error, rtmpAddr
 			break
 		}
 		select {
-		case err := <-n.done:
-			t.Fatalf("node exited: %v", err)
+		case <-n.done:
+			t.Fatalf("node exited: %v", n.err)
 		default:
 		}
 		if time.Now().After(deadline) {
