@@ -200,8 +200,10 @@ func TestSlowViewerGetsEverySharedObjectChange(t *testing.T) {
 		t.Fatalf("the slow viewer did not get the last change: %v", err)
 	}
 	for {
+		// OnObject runs after the object is updated (and Wait returns): the
+		// last change may still be on its way to the list.
 		mu.Lock()
-		done := len(sends) == n/5 && len(calls) == n/5
+		done := len(sends) == n/5 && len(calls) == n/5 && len(changes) >= n
 		mu.Unlock()
 		if done {
 			break
@@ -209,7 +211,7 @@ func TestSlowViewerGetsEverySharedObjectChange(t *testing.T) {
 		select {
 		case <-ctx.Done():
 			mu.Lock()
-			t.Fatalf("slow viewer: %d of %d messages, %d of %d calls", len(sends), n/5, len(calls), n/5)
+			t.Fatalf("slow viewer: %d of %d messages, %d of %d calls, %d of %d changes", len(sends), n/5, len(calls), n/5, len(changes), n)
 		case <-viewer.Done():
 			t.Fatalf("the slow viewer was closed: %v", viewer.Err())
 		case <-time.After(10 * time.Millisecond):
