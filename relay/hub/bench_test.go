@@ -89,14 +89,7 @@ func BenchmarkFanoutDropping(b *testing.B) {
 // of every iteration cost far more than the call measured, and kept
 // `go test -bench` running for minutes).
 func BenchmarkNext(b *testing.B) {
-	r := newTestRegistry(Config{})
-	h := r.Acquire("live", "bench")
-	defer h.Release()
-	h.Begin(PublisherInfo{})
-	s := h.Subscribe(SubscribeOptions{Lossless: true})
-	h.Write(av.KindVideo, 0, idr)
-	buf := make([]*av.Frame, 0, 16)
-	buf, _ = s.Next(context.Background(), buf, 0)
+	h, s, buf := liveReader(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -152,14 +145,7 @@ func BenchmarkFanoutReaders(b *testing.B) {
 // TestNextAllocatesNothing: a reader's call takes its frames without
 // allocating (BenchmarkNext counts the writes' allocations in).
 func TestNextAllocatesNothing(t *testing.T) {
-	r := newTestRegistry(Config{})
-	h := r.Acquire("live", "bench")
-	defer h.Release()
-	h.Begin(PublisherInfo{})
-	s := h.Subscribe(SubscribeOptions{Lossless: true})
-	h.Write(av.KindVideo, 0, idr)
-	buf := make([]*av.Frame, 0, 16)
-	buf, _ = s.Next(context.Background(), buf, 0)
+	h, s, buf := liveReader(t)
 	for j := 0; j < 64*16; j++ {
 		h.Write(av.KindAudio, uint32(j), aacRaw)
 	}
@@ -172,4 +158,18 @@ func TestNextAllocatesNothing(t *testing.T) {
 	if len(buf) != 16 {
 		t.Errorf("Next took %d frames, want 16", len(buf))
 	}
+}
+
+// liveReader returns a live hub with a lossless reader that has taken the
+// first keyframe, and the reader's 16-frame buffer.
+func liveReader(tb testing.TB) (*Hub, *Subscriber, []*av.Frame) {
+	r := newTestRegistry(Config{})
+	h := r.Acquire("live", "bench")
+	tb.Cleanup(h.Release)
+	h.Begin(PublisherInfo{})
+	s := h.Subscribe(SubscribeOptions{Lossless: true})
+	h.Write(av.KindVideo, 0, idr)
+	buf := make([]*av.Frame, 0, 16)
+	buf, _ = s.Next(context.Background(), buf, 0)
+	return h, s, buf
 }
