@@ -108,11 +108,7 @@ func soRelay(ctx context.Context, cfg config.Config, conn rtmp.ConnConfig, log *
 		return nil, err
 	}
 	return sorelay.New(ctx, sorelay.Config{RelayID: cfg.Relay.ID, Upstream: cfg.Relay.Upstream, Conn: conn, Log: log,
-		Rules: rules, Limits: replica.Limits{
-			ObjectsPerClient:  lim.ObjectsPerClient,
-			MessagesPerSecond: lim.MessagesPerSecond,
-			Burst:             lim.Burst,
-		},
+		Rules: rules, Limits: replica.Limits{Limits: lim.Limits},
 		FloodPerSecond: cfg.SharedObjects.FloodPerSecond,
 		FloodBurst:     cfg.SharedObjects.FloodBurst,
 	})
@@ -138,13 +134,15 @@ func soLimits(c config.SharedObjects) (sharedobjects.Limits, access.Rules, error
 		return sharedobjects.Limits{}, nil, fmt.Errorf("shared_objects.rules: %w", err)
 	}
 	lim := sharedobjects.Limits{
-		ObjectsPerClient:  c.ObjectsPerClient,
-		ObjectsPerScope:   c.ObjectsPerScope,
-		SlotsPerObject:    c.SlotsPerObject,
-		ValueBytes:        c.ValueBytes,
-		ObjectBytes:       c.ObjectBytes,
-		MessagesPerSecond: c.MessagesPerSecond,
-		Burst:             c.Burst,
+		Limits: access.Limits{
+			ObjectsPerClient:  c.ObjectsPerClient,
+			MessagesPerSecond: c.MessagesPerSecond,
+			Burst:             c.Burst,
+		},
+		ObjectsPerScope: c.ObjectsPerScope,
+		SlotsPerObject:  c.SlotsPerObject,
+		ValueBytes:      c.ValueBytes,
+		ObjectBytes:     c.ObjectBytes,
 	}.WithDefaults()
 	return lim, c.Rules, nil
 }

@@ -94,13 +94,7 @@ func (a *Authority) Connect(id sharedobject.ClientID, info ClientInfo) error {
 		return fmt.Errorf("%w: %d", ErrClient, id)
 	}
 	c := &client{id: id, info: info, objects: map[string]*object{}}
-	l := a.cfg.Limits
-	switch {
-	case info.Role != access.RoleRelay:
-		c.limiter = rate.NewLimiter(rate.Limit(l.MessagesPerSecond), l.Burst)
-	case l.RelayMessagesPerSecond > 0:
-		c.limiter = rate.NewLimiter(rate.Limit(l.RelayMessagesPerSecond), l.RelayBurst)
-	}
+	c.limiter = a.cfg.Limits.Limiter(info.Role)
 	a.clients[id] = c
 	return nil
 }
@@ -199,12 +193,12 @@ func (a *Authority) use(c *client, m sharedobject.Message, out []sharedobject.Ou
 		return append(out, reply(c.id, m, sharedobject.StatusEvent(code))...)
 	}
 	l := a.cfg.Limits
-	if m.Name == "" || len(m.Name) > l.NameBytes {
+	if !l.NameOK(m.Name) {
 		return fail(sharedobject.StatusCreationFailed)
 	}
 	obj := c.objects[m.Name]
 	if obj == nil {
-		if c.info.Role != access.RoleRelay && len(c.objects) >= l.ObjectsPerClient {
+		if !l.MayUseMore(c.info.Role, len(c.objects)) {
 			return fail(sharedobject.StatusLimitExceeded)
 		}
 		sc := a.scopes[c.info.Scope]
@@ -316,7 +310,7 @@ func (a *Authority) request(c *client, b *batch, e *sharedobject.Event) {
 // check returns the encoded slot size, or the status code refusing the write.
 func (a *Authority) check(c *client, obj *object, key string, v any, remove bool) (int, string) {
 	l := a.cfg.Limits
-	if key == "" || len(key) > l.NameBytes {
+	if !l.NameOK(key) {
 		return 0, sharedobject.StatusLimitExceeded
 	}
 	if !a.cfg.Rules.Allowed(access.OpWrite, obj.scope.name, obj.name, key, c.info.Role) {

@@ -279,7 +279,7 @@ func TestWriteRulesAndHook(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	a := newAuth(t, Config{Limits: Limits{ValueBytes: 100, SlotsPerObject: 3, ObjectBytes: 250,
-		ObjectsPerClient: 2, ObjectsPerScope: 3, NameBytes: 8}})
+		Limits: access.Limits{ObjectsPerClient: 2, NameBytes: 8}, ObjectsPerScope: 3}})
 	connect(t, a, access.RoleViewer, 1, 2)
 	a.Handle(1, use("o", false))
 	lim := "status:SharedObject.LimitExceeded"
@@ -324,7 +324,7 @@ func TestThousandsOfObjects(t *testing.T) {
 
 func TestRateLimit(t *testing.T) {
 	clk := newClock()
-	a := newAuth(t, Config{Now: clk.now, Limits: Limits{MessagesPerSecond: 10, Burst: 5}})
+	a := newAuth(t, Config{Now: clk.now, Limits: Limits{Limits: access.Limits{MessagesPerSecond: 10, Burst: 5}}})
 	connect(t, a, access.RoleViewer, 1)
 	connect(t, a, access.RoleRelay, 2)
 	a.Handle(1, use("o", false))

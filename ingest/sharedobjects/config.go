@@ -8,24 +8,16 @@ import (
 	"github.com/relaymesh/relaymesh/internal/sharedobject/access"
 )
 
-// Limits bound what clients can make the authority hold or do. Zero fields
-// take the defaults noted (see WithDefaults).
+// Limits bound what clients can make the authority hold or do: the bounds
+// every server applies to a connection (access.Limits, the same on relays),
+// and those of the objects the authority holds. Zero fields take the
+// defaults noted (see WithDefaults).
 type Limits struct {
-	ObjectsPerClient int // objects one viewer or publisher may use at once; default 64 (relays: unbounded)
-	ObjectsPerScope  int // objects alive in one application scope; default 1024
-	SlotsPerObject   int // default 1024
-	ValueBytes       int // encoded AMF0 size of one slot value; default 16 KiB
-	ObjectBytes      int // encoded size of all slots of one object; default 1 MiB
-	NameBytes        int // object names and slot keys; default 256
-
-	MessagesPerSecond float64 // per viewer/publisher connection; default 50
-	Burst             int     // default 100
-	// RelayMessagesPerSecond limits relay connections, which multiplex many
-	// clients; default 0 = unlimited (relays rate-limit their own clients).
-	RelayMessagesPerSecond float64
-	RelayBurst             int // default 1000
-
-	SyncChunkBytes int // slot data per message when sending the full state; default 64 KiB
+	access.Limits
+	ObjectsPerScope int // objects alive in one application scope; default 1024
+	SlotsPerObject  int // default 1024
+	ValueBytes      int // encoded AMF0 size of one slot value; default 16 KiB
+	ObjectBytes     int // encoded size of all slots of one object; default 1 MiB
 }
 
 // WithDefaults returns l with zero fields set to their defaults.
@@ -35,18 +27,11 @@ func (l Limits) WithDefaults() Limits {
 			*v = d
 		}
 	}
-	def(&l.ObjectsPerClient, 64)
+	l.Limits = l.Limits.WithDefaults()
 	def(&l.ObjectsPerScope, 1024)
 	def(&l.SlotsPerObject, 1024)
 	def(&l.ValueBytes, 16<<10)
 	def(&l.ObjectBytes, 1<<20)
-	def(&l.NameBytes, 256)
-	def(&l.Burst, 100)
-	def(&l.RelayBurst, 1000)
-	def(&l.SyncChunkBytes, 64<<10)
-	if l.MessagesPerSecond <= 0 {
-		l.MessagesPerSecond = 50
-	}
 	return l
 }
 

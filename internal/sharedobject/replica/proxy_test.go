@@ -223,7 +223,7 @@ func TestUseRefusedUpstream(t *testing.T) {
 func TestLocalRulesAndLimits(t *testing.T) {
 	rules := access.Rules{{Object: "chat", Op: access.OpWrite, Key: "topic", Who: access.Publisher},
 		{Op: access.OpSend, Key: "kick", Who: access.Nobody}}
-	p := synced(t, Config{Rules: rules, Limits: Limits{PendingPerObject: 2, MessagesPerSecond: 1, Burst: 6}}, 1)
+	p := synced(t, Config{Rules: rules, Limits: Limits{PendingPerObject: 2, Limits: access.Limits{MessagesPerSecond: 1, Burst: 6}}}, 1)
 	up, out := p.FromClient(1, msg("chat", 5, ev(so.EventRequestChange, "topic", "x")))
 	if up != nil {
 		t.Error("refused write forwarded")
