@@ -49,10 +49,6 @@ func (c UpstreamConfig) WithDefaults() UpstreamConfig {
 	return c
 }
 
-// RelayMarker is the connect-object property by which a downstream relay
-// identifies itself; an upstream serves it every frame (no drop policy).
-const RelayMarker = "relaymeshRelay"
-
 // Upstream runs one pull per stream: one upstream connection however many
 // local viewers, started by the first and kept while viewers remain (plus
 // Linger), reconnecting with backoff when the upstream drops.
@@ -308,7 +304,7 @@ func (p *pull) lingerWatch(ctx context.Context) {
 // reports whether playback started.
 func (p *pull) once(ctx context.Context, url rtmp.URL, onStart func()) (bool, error) {
 	cfg := p.u.cfg.Conn
-	cfg.ConnectProps = map[string]any{RelayMarker: p.u.cfg.RelayID}
+	cfg.ConnectProps = map[string]any{rtmp.RelayMarker: p.u.cfg.RelayID}
 	url.App, url.Name, url.Query = p.app, p.name, p.query
 	cc, err := rtmp.Dial(ctx, url, cfg, p.log)
 	if err != nil {

@@ -106,12 +106,12 @@ func devMain(ctx context.Context, args []string, ready func(httpAddr string)) er
 		return err
 	}
 	defer stopSO()
-	ph := relay.NewHandler(relay.Options{Hubs: pn.hubs, Publish: in.Publish, Messages: sos.Message, Grace: pn.cfg.RTMP.Grace, Log: pn.log})
+	ph := relay.NewHandler(relay.Options{Hubs: pn.hubs, Publish: in.Publish, Sessions: sos, Grace: pn.cfg.RTMP.Grace, Log: pn.log})
 	primaryRTMP := pn.rtmpLn.Addr().String()
 	if err := devAgent(ctx, spawn, connect, ps, pn, nil); err != nil {
 		return err
 	}
-	spawn("primary", func() error { return pn.run(ctx, sos.Wrap(ph)) })
+	spawn("primary", func() error { return pn.run(ctx, ph) })
 	// Relays pulling from the primary until told otherwise.
 	for _, s := range g.Servers() {
 		if s.Role == graph.RolePrimary {
@@ -131,11 +131,11 @@ func devMain(ctx context.Context, args []string, ready func(httpAddr string)) er
 		if err != nil {
 			return err
 		}
-		h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Messages: sor.Message, Grace: n.cfg.RTMP.Grace, Log: n.log})
+		h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Sessions: sor, Grace: n.cfg.RTMP.Grace, Log: n.log})
 		if err := devAgent(ctx, spawn, connect, s, n, up); err != nil {
 			return err
 		}
-		spawn(s.ID, func() error { return n.run(ctx, sor.Wrap(h)) })
+		spawn(s.ID, func() error { return n.run(ctx, h) })
 	}
 
 	// Orchestrator and redirector.

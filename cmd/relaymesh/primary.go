@@ -76,7 +76,7 @@ func runPrimary(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopSO()
-	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Publish: in.Publish, Messages: sos.Message, Grace: cfg.RTMP.Grace, Log: log})
+	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Publish: in.Publish, Sessions: sos, Grace: cfg.RTMP.Grace, Log: log})
 	log.Info("primary listening", "rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String())
-	return n.run(ctx, sos.Wrap(h))
+	return n.run(ctx, h)
 }

@@ -68,7 +68,7 @@ func runRelay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Messages: sor.Message, Grace: cfg.RTMP.Grace, Log: log})
+	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Sessions: sor, Grace: cfg.RTMP.Grace, Log: log})
 	log.Info("relay listening", "rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String(), "upstream", cfg.Relay.Upstream, "location", cfg.Relay.Location)
 	conn, err := af.start(ctx, n, cfg.Relay.ID, cfg.Relay.Location, up, log)
 	if err != nil {
@@ -77,7 +77,7 @@ func runRelay(ctx context.Context, args []string) error {
 	if conn != nil {
 		defer conn.Close()
 	}
-	return n.run(ctx, sor.Wrap(h))
+	return n.run(ctx, h)
 }
 
 // pullingSource is a relay's packager source: HTTP viewers make the relay

@@ -13,7 +13,6 @@ import (
 	mrpc "github.com/relaymesh/relaymesh/internal/rpc"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/access"
-	"github.com/relaymesh/relaymesh/relay"
 )
 
 // Call is one client-to-server call, as handlers see it.
@@ -133,47 +132,25 @@ func (s *Server) handler(method string) HandlerFunc {
 	return s.handlers[method]
 }
 
-// Wrap returns h with connection bookkeeping added: it registers each
-// connection at connect (so that server-to-client calls reach clients that
-// never used a shared object), notes publishers (role publisher for the
-// write rules) and forgets connections when they close.
-func (s *Server) Wrap(h rtmp.Handler) rtmp.Handler { return &wrapped{Handler: h, s: s} }
+// Connected registers a connection at connect (relay.Sessions), so that
+// server-to-client calls reach clients that never used a shared object.
+func (s *Server) Connected(ss *rtmp.Session, req *rtmp.ConnectRequest) { s.add(ss, req) }
 
-type wrapped struct {
-	rtmp.Handler
-	s *Server
-}
-
-func (w *wrapped) Connect(ctx context.Context, ss *rtmp.Session, req *rtmp.ConnectRequest) error {
-	if err := w.Handler.Connect(ctx, ss, req); err != nil {
-		return err
+// Published notes a broadcaster: role publisher for the write rules.
+func (s *Server) Published(ss *rtmp.Session) {
+	if peer := s.peers.Of(ss); peer != nil {
+		peer.State.(*peerState).publisher = true
 	}
-	w.s.add(ss, req)
-	return nil
 }
 
-func (w *wrapped) Publish(ctx context.Context, ss *rtmp.Session, req *rtmp.StreamRequest) (rtmp.Publisher, error) {
-	p, err := w.Handler.Publish(ctx, ss, req)
-	if err == nil {
-		if peer := w.s.peers.Of(ss); peer != nil {
-			peer.State.(*peerState).publisher = true
-		}
-	}
-	return p, err
-}
-
-func (w *wrapped) Closed(ss *rtmp.Session, err error) {
-	w.s.closed(ss)
-	w.Handler.Closed(ss, err)
-}
+// Closed forgets a connection and releases its shared objects.
+func (s *Server) Closed(ss *rtmp.Session) { s.closed(ss) }
 
 func (s *Server) add(ss *rtmp.Session, req *rtmp.ConnectRequest) *mrpc.Peer {
-	_, isRelay := req.Object[relay.RelayMarker]
-	_, link := req.Object[mrpc.PropScope]
-	p, added := s.peers.Add(ss, req, isRelay, link)
+	p, added := s.peers.Add(ss, req)
 	if added {
 		p.State = &peerState{}
-		if link {
+		if p.Link {
 			ss.Conn.SetReadTimeout(0) // a scope link may stay silent
 		}
 	}
@@ -191,7 +168,7 @@ func (s *Server) closed(ss *rtmp.Session) {
 func (s *Server) Message(ctx context.Context, ss *rtmp.Session, m rtmp.Message) {
 	p := s.peers.Of(ss)
 	if p == nil {
-		p = s.add(ss, ss.Connect) // a handler that was not wrapped; Closed will not be seen
+		p = s.add(ss, ss.Connect) // not registered at connect; Closed will not be seen
 	}
 	if !p.Relay && !p.Allow(s.log) {
 		return

@@ -12,7 +12,6 @@ import (
 	"github.com/relaymesh/relaymesh/internal/rtmp"
 	so "github.com/relaymesh/relaymesh/internal/sharedobject"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/replica"
-	"github.com/relaymesh/relaymesh/relay"
 )
 
 // link is one scope's upstream connection and replica proxy.
@@ -123,7 +122,7 @@ func (l *link) run(ctx context.Context) {
 // it connected.
 func (l *link) once(ctx context.Context) bool {
 	cfg := l.r.cfg.Conn
-	cfg.ConnectProps = map[string]any{relay.RelayMarker: l.r.cfg.RelayID, mrpc.PropScope: true}
+	cfg.ConnectProps = map[string]any{rtmp.RelayMarker: l.r.cfg.RelayID, mrpc.PropScope: true}
 	u := rtmp.URL{Host: l.r.upstreamHost(), App: l.scope}
 	cc, err := rtmp.Dial(ctx, u, cfg, l.log)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/relaymesh/relaymesh/internal/rtmp"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/access"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/replica"
-	"github.com/relaymesh/relaymesh/relay"
 )
 
 // Config configures a Relay. Zero fields take the defaults noted.
@@ -130,40 +129,27 @@ func (r *Relay) upstreamHost() string {
 	return r.host
 }
 
-// Wrap returns h with connection bookkeeping added: connections are
-// registered at connect (a client of an explicit scope, app/instance, opens
-// the scope's link at once, so server-to-client calls reach it), and
-// forgotten when they close.
-func (r *Relay) Wrap(h rtmp.Handler) rtmp.Handler { return &wrapped{Handler: h, r: r} }
-
-type wrapped struct {
-	rtmp.Handler
-	r *Relay
-}
-
-func (w *wrapped) Connect(ctx context.Context, ss *rtmp.Session, req *rtmp.ConnectRequest) error {
-	if err := w.Handler.Connect(ctx, ss, req); err != nil {
-		return err
-	}
-	p := w.r.add(ss, req)
+// Connected registers a connection at connect (relay.Sessions): a client
+// of an explicit scope, app/instance, opens the scope's link at once, so
+// server-to-client calls reach it.
+func (r *Relay) Connected(ss *rtmp.Session, req *rtmp.ConnectRequest) {
+	p := r.add(ss, req)
 	if p.Link || (!p.Relay && strings.Contains(strings.Trim(req.App, "/"), "/")) {
-		w.r.ensure(p.Scope)
+		r.ensure(p.Scope)
 	}
-	return nil
 }
 
-func (w *wrapped) Closed(ss *rtmp.Session, err error) {
-	w.r.closed(ss)
-	w.Handler.Closed(ss, err)
-}
+// Published: relays refuse broadcasters; nothing to note.
+func (r *Relay) Published(*rtmp.Session) {}
+
+// Closed forgets a connection.
+func (r *Relay) Closed(ss *rtmp.Session) { r.closed(ss) }
 
 func (r *Relay) add(ss *rtmp.Session, req *rtmp.ConnectRequest) *mrpc.Peer {
-	_, isRelay := req.Object[relay.RelayMarker]
-	_, link := req.Object[mrpc.PropScope]
-	p, added := r.peers.Add(ss, req, isRelay, link)
+	p, added := r.peers.Add(ss, req)
 	if added {
 		p.State = &peerState{}
-		if link || strings.Contains(strings.Trim(req.App, "/"), "/") {
+		if p.Link || strings.Contains(strings.Trim(req.App, "/"), "/") {
 			ss.Conn.SetReadTimeout(0) // shared-object clients and links may stay silent
 		}
 	}
