@@ -1,4 +1,4 @@
-package sorelay
+package edge
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	mrpc "github.com/relaymesh/relaymesh/internal/rpc"
+	"github.com/relaymesh/relaymesh/internal/rpc"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
 	so "github.com/relaymesh/relaymesh/internal/sharedobject"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/replica"
@@ -33,7 +33,7 @@ type link struct {
 
 // pendingCall is a forwarded call waiting for upstream's answer.
 type pendingCall struct {
-	peer *mrpc.Peer
+	peer *rpc.Peer
 	tx   float64 // the client's transaction id
 }
 
@@ -122,7 +122,7 @@ func (l *link) run(ctx context.Context) {
 // it connected.
 func (l *link) once(ctx context.Context) bool {
 	cfg := l.r.cfg.Conn
-	cfg.ConnectProps = map[string]any{rtmp.RelayMarker: l.r.cfg.RelayID, mrpc.PropScope: true}
+	cfg.ConnectProps = map[string]any{rtmp.RelayMarker: l.r.cfg.RelayID, rpc.PropScope: true}
 	u := rtmp.URL{Host: l.r.upstreamHost(), App: l.scope}
 	cc, err := rtmp.Dial(ctx, u, cfg, l.log)
 	if err != nil {
@@ -173,8 +173,8 @@ func (l *link) read(cc *rtmp.ClientConn) error {
 			switch cmd.Name {
 			case "_result", "_error":
 				l.answer(cmd)
-			case mrpc.MeshCall:
-				t, err := mrpc.ParseMeshCall(cmd)
+			case rpc.MeshCall:
+				t, err := rpc.ParseMeshCall(cmd)
 				if err != nil {
 					l.log.Warn("bad mesh call from upstream", "err", err)
 					continue
@@ -187,16 +187,16 @@ func (l *link) read(cc *rtmp.ClientConn) error {
 
 // forward sends a local client's call upstream with a transaction id of
 // the link, remembering whom to answer.
-func (l *link) forward(ctx context.Context, p *mrpc.Peer, cmd *rtmp.Command) {
+func (l *link) forward(ctx context.Context, p *rpc.Peer, cmd *rtmp.Command) {
 	client := p.Name
 	if p.Relay {
-		if id := mrpc.ClientOf(cmd); id != "" {
+		if id := rpc.ClientOf(cmd); id != "" {
 			client = id
 		}
 	}
 	fail := func(desc string) {
 		if cmd.TransactionID != 0 {
-			_ = p.Send(mrpc.ErrorMessage(cmd.TransactionID, mrpc.CodeCallFailed, desc))
+			_ = p.Send(rpc.ErrorMessage(cmd.TransactionID, rpc.CodeCallFailed, desc))
 		}
 	}
 	cc := l.connected(ctx)
@@ -204,7 +204,7 @@ func (l *link) forward(ctx context.Context, p *mrpc.Peer, cmd *rtmp.Command) {
 		fail("upstream not connected")
 		return
 	}
-	obj := map[string]any{mrpc.PropClient: client}
+	obj := map[string]any{rpc.PropClient: client}
 	if cmd.TransactionID == 0 {
 		if m, err := rtmp.CommandMessage(0, append([]any{cmd.Name, 0.0, obj}, cmd.Args...)...); err == nil {
 			_ = cc.Send(m)
@@ -284,7 +284,7 @@ func (l *link) answer(cmd *rtmp.Command) {
 	}
 	m, err := rtmp.CommandMessage(0, append([]any{cmd.Name, pc.tx, obj}, cmd.Args...)...)
 	if err != nil {
-		m = mrpc.ErrorMessage(pc.tx, mrpc.CodeCallFailed, "answer cannot be encoded")
+		m = rpc.ErrorMessage(pc.tx, rpc.CodeCallFailed, "answer cannot be encoded")
 	}
 	_ = pc.peer.Send(m)
 }
@@ -297,16 +297,16 @@ func (l *link) failCalls(desc string) {
 	l.mu.Unlock()
 	for _, pc := range calls {
 		pc.peer.EndCall()
-		_ = pc.peer.Send(mrpc.ErrorMessage(pc.tx, mrpc.CodeCallFailed, desc))
+		_ = pc.peer.Send(rpc.ErrorMessage(pc.tx, rpc.CodeCallFailed, desc))
 	}
 }
 
 // deliver hands a server-to-client call to the local clients it is for and
 // passes it on to downstream relays' links.
-func (l *link) deliver(t mrpc.Target, raw rtmp.Message) {
+func (l *link) deliver(t rpc.Target, raw rtmp.Message) {
 	mine := t.To == "" || strings.HasPrefix(t.To, l.r.cfg.RelayID+":")
 	down := t.To == "" || !mine
-	call, err := mrpc.CallMessage(t.Method, t.Args)
+	call, err := rpc.CallMessage(t.Method, t.Args)
 	if err != nil {
 		l.log.Warn("mesh call cannot be encoded", "method", t.Method, "err", err)
 		return

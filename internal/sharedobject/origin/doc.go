@@ -1,5 +1,5 @@
-// Package rpc is the primary's side of shared objects and calls over RTMP.
-// Server puts the shared-object Authority (package ingest/sharedobjects) on
+// Package origin is the primary's side of shared objects and calls over RTMP.
+// Server puts the shared-object Authority (package authority) on
 // the RTMP connections of the primary, answers clients' calls (built-in
 // methods, methods registered in Go, and an HTTP webhook per application),
 // and calls methods on clients: on its own clients directly and, through the
@@ -8,4 +8,4 @@
 //
 // Every shared-object message and every call answer goes on a connection's
 // control queue (rtmp.Conn.Send), never through the media drop policy.
-package rpc
+package origin

@@ -1,4 +1,4 @@
-// Package sorelay carries shared objects and calls through a relay. For
+// Package edge carries shared objects and calls through a relay. For
 // each application scope its clients use, the relay keeps one link: an RTMP
 // connection to its upstream (the primary or a parent relay) connected to
 // the scope's application and marked as a relay's scope link, and a
@@ -11,4 +11,4 @@
 // arrive on the link and are delivered to the scope's local clients and
 // passed on to downstream relays' links, so every client in the tree gets
 // them once.
-package sorelay
+package edge

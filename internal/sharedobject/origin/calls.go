@@ -1,4 +1,4 @@
-package rpc
+package origin
 
 import (
 	"errors"
@@ -6,27 +6,27 @@ import (
 	"strings"
 
 	"github.com/relaymesh/relaymesh/internal/httpserver"
-	mrpc "github.com/relaymesh/relaymesh/internal/rpc"
+	"github.com/relaymesh/relaymesh/internal/rpc"
 )
 
 // Errors of the server-to-client API.
 var (
-	ErrBadMethod = errors.New("rpc: bad method name")
-	ErrNoClient  = errors.New("rpc: no such client in this scope")
+	ErrBadMethod = errors.New("origin: bad method name")
+	ErrNoClient  = errors.New("origin: no such client in this scope")
 )
 
 // CallScope calls method on every client of a scope: its own clients
 // directly, and the clients of every relay through the relay's scope link.
 // It returns how many own clients and relay links it sent the call to.
 func (s *Server) CallScope(scope, method string, args []any) (clients, relays int, err error) {
-	if !mrpc.ValidMethod(method) {
+	if !rpc.ValidMethod(method) {
 		return 0, 0, ErrBadMethod
 	}
-	direct, err := mrpc.CallMessage(method, args)
+	direct, err := rpc.CallMessage(method, args)
 	if err != nil {
 		return 0, 0, err
 	}
-	mesh, err := mrpc.MeshCallMessage(mrpc.Target{Method: method, Args: args})
+	mesh, err := rpc.MeshCallMessage(rpc.Target{Method: method, Args: args})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -50,7 +50,7 @@ func (s *Server) CallScope(scope, method string, args []any) (clients, relays in
 // the scope's relay links (forwarded counts them; the relay that owns the
 // client delivers it).
 func (s *Server) CallClient(scope, id, method string, args []any) (delivered bool, forwarded int, err error) {
-	if !mrpc.ValidMethod(method) {
+	if !rpc.ValidMethod(method) {
 		return false, 0, ErrBadMethod
 	}
 	if strings.HasPrefix(id, s.peers.Node()+":") {
@@ -58,13 +58,13 @@ func (s *Server) CallClient(scope, id, method string, args []any) (delivered boo
 		if p == nil || p.Scope != scope || p.Relay {
 			return false, 0, ErrNoClient
 		}
-		m, err := mrpc.CallMessage(method, args)
+		m, err := rpc.CallMessage(method, args)
 		if err != nil {
 			return false, 0, err
 		}
 		return p.Send(m) == nil, 0, nil
 	}
-	mesh, err := mrpc.MeshCallMessage(mrpc.Target{To: id, Method: method, Args: args})
+	mesh, err := rpc.MeshCallMessage(rpc.Target{To: id, Method: method, Args: args})
 	if err != nil {
 		return false, 0, err
 	}
@@ -128,7 +128,7 @@ func (s *Server) Routes(mux *http.ServeMux) {
 		}
 		slots := map[string]any{}
 		for k, v := range snap.Slots {
-			if j, err := mrpc.ToJSON(v); err == nil {
+			if j, err := rpc.ToJSON(v); err == nil {
 				slots[k] = j
 			}
 		}
@@ -137,14 +137,14 @@ func (s *Server) Routes(mux *http.ServeMux) {
 }
 
 func readCall(w http.ResponseWriter, r *http.Request) (string, []any, bool) {
-	v, err := mrpc.DecodeJSON(r.Body, MaxCallBody)
+	v, err := rpc.DecodeJSON(r.Body, MaxCallBody)
 	if err != nil {
 		httpError(w, http.StatusBadRequest, err)
 		return "", nil, false
 	}
 	o, _ := v.(map[string]any)
 	method, _ := o["method"].(string)
-	if !mrpc.ValidMethod(method) {
+	if !rpc.ValidMethod(method) {
 		httpError(w, http.StatusBadRequest, ErrBadMethod)
 		return "", nil, false
 	}

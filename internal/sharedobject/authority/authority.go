@@ -7,7 +7,7 @@
 // with package sharedobject, calls Handle, and encodes and sends what Handle
 // returns. Relays connect like any client with role RoleRelay and keep their
 // own replicas (package sharedobject/replica).
-package sharedobjects
+package authority
 
 import (
 	"context"
@@ -31,8 +31,8 @@ type ClientInfo struct {
 
 // Errors of the server-side API.
 var (
-	ErrNoObject = errors.New("sharedobjects: no such object in use")
-	ErrClient   = errors.New("sharedobjects: client already connected or invalid")
+	ErrNoObject = errors.New("authority: no such object in use")
+	ErrClient   = errors.New("authority: client already connected or invalid")
 )
 
 // Authority owns the shared objects of the primary. All methods are safe for
@@ -437,7 +437,7 @@ func (a *Authority) Set(scopeName, name, key string, v any) ([]sharedobject.Outg
 		_, exists := obj.state.Get(key)
 		if key == "" || size-2-len(key) > l.ValueBytes || !exists && obj.state.Len() >= l.SlotsPerObject ||
 			obj.state.Bytes()-obj.state.SizeOf(key)+size > l.ObjectBytes {
-			return nil, fmt.Errorf("sharedobjects: slot %q exceeds the limits", key)
+			return nil, fmt.Errorf("authority: slot %q exceeds the limits", key)
 		}
 		obj.state.Set(key, v, size)
 		b.others = append(b.others, sharedobject.Event{Type: sharedobject.EventChange, Key: key, Value: v})

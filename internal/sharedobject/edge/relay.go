@@ -1,4 +1,4 @@
-package sorelay
+package edge
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	mrpc "github.com/relaymesh/relaymesh/internal/rpc"
+	"github.com/relaymesh/relaymesh/internal/rpc"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/access"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/replica"
@@ -42,7 +42,7 @@ type Config struct {
 	// 4096). Over a bound a call is answered with _error at once.
 	CallsPerClient, RelayCallsPerLink, PendingCalls int
 	// FloodPerSecond and FloodBurst: a client sending more shared-object
-	// messages and calls than this is closed (defaults in mrpc.PeersConfig).
+	// messages and calls than this is closed (defaults in rpc.PeersConfig).
 	FloodPerSecond float64
 	FloodBurst     int
 	Log            *slog.Logger // default slog.Default()
@@ -81,7 +81,7 @@ type Relay struct {
 	cfg   Config
 	log   *slog.Logger
 	ctx   context.Context
-	peers *mrpc.Peers
+	peers *rpc.Peers
 
 	mu    sync.Mutex
 	host  string // upstream host:port
@@ -98,13 +98,13 @@ type peerState struct {
 func New(ctx context.Context, cfg Config) (*Relay, error) {
 	cfg = cfg.withDefaults()
 	if cfg.RelayID == "" {
-		return nil, fmt.Errorf("sorelay: relay id required")
+		return nil, fmt.Errorf("edge: relay id required")
 	}
 	if err := cfg.Rules.Validate(); err != nil {
 		return nil, err
 	}
 	r := &Relay{cfg: cfg, log: cfg.Log.With("component", "so-relay"), ctx: ctx, links: map[string]*link{}}
-	r.peers = mrpc.NewPeers(mrpc.PeersConfig{Node: cfg.RelayID, FloodPerSecond: cfg.FloodPerSecond, FloodBurst: cfg.FloodBurst, Log: r.log})
+	r.peers = rpc.NewPeers(rpc.PeersConfig{Node: cfg.RelayID, FloodPerSecond: cfg.FloodPerSecond, FloodBurst: cfg.FloodBurst, Log: r.log})
 	if err := r.SetUpstream(cfg.Upstream); err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func New(ctx context.Context, cfg Config) (*Relay, error) {
 func (r *Relay) SetUpstream(raw string) error {
 	u, err := rtmp.ParseURL(strings.TrimRight(raw, "/")+"/_", 1)
 	if err != nil {
-		return fmt.Errorf("sorelay: upstream url: %w", err)
+		return fmt.Errorf("edge: upstream url: %w", err)
 	}
 	r.mu.Lock()
 	r.host = u.Host
@@ -145,7 +145,7 @@ func (r *Relay) Published(*rtmp.Session) {}
 // Closed forgets a connection.
 func (r *Relay) Closed(ss *rtmp.Session) { r.closed(ss) }
 
-func (r *Relay) add(ss *rtmp.Session, req *rtmp.ConnectRequest) *mrpc.Peer {
+func (r *Relay) add(ss *rtmp.Session, req *rtmp.ConnectRequest) *rpc.Peer {
 	p, added := r.peers.Add(ss, req)
 	if added {
 		p.State = &peerState{}
@@ -254,12 +254,12 @@ func (r *Relay) Message(ctx context.Context, ss *rtmp.Session, m rtmp.Message) {
 			return
 		}
 		switch cmd.Name {
-		case "_result", "_error", "onStatus", mrpc.MeshCall:
+		case "_result", "_error", "onStatus", rpc.MeshCall:
 			return
 		}
-		if !mrpc.ValidMethod(cmd.Name) {
+		if !rpc.ValidMethod(cmd.Name) {
 			if cmd.TransactionID != 0 {
-				_ = p.Send(mrpc.ErrorMessage(cmd.TransactionID, mrpc.CodeCallFailed, "bad method name"))
+				_ = p.Send(rpc.ErrorMessage(cmd.TransactionID, rpc.CodeCallFailed, "bad method name"))
 			}
 			return
 		}

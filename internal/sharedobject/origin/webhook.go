@@ -1,4 +1,4 @@
-package rpc
+package origin
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"io"
 	"net/http"
 
-	mrpc "github.com/relaymesh/relaymesh/internal/rpc"
+	"github.com/relaymesh/relaymesh/internal/rpc"
 )
 
 // MaxWebhookBody bounds a webhook's answer.
@@ -17,7 +17,7 @@ const MaxWebhookBody = 1 << 20
 
 // webhook posts the call to url and returns the decoded JSON answer.
 func (s *Server) webhook(ctx context.Context, url string, c Call) (any, error) {
-	args, err := mrpc.ToJSONList(c.Args)
+	args, err := rpc.ToJSONList(c.Args)
 	if err != nil {
 		return nil, fmt.Errorf("arguments: %w", err)
 	}
@@ -58,7 +58,7 @@ func (s *Server) webhook(ctx context.Context, url string, c Call) (any, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, nil
 	}
-	v, err := mrpc.ParseJSON(b)
+	v, err := rpc.ParseJSON(b)
 	if err != nil {
 		return nil, fmt.Errorf("webhook answer: %w", err)
 	}

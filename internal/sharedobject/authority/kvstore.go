@@ -1,4 +1,4 @@
-package sharedobjects
+package authority
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package rpc
+package origin
 
 import (
 	"context"
@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/relaymesh/relaymesh/ingest/sharedobjects"
-	mrpc "github.com/relaymesh/relaymesh/internal/rpc"
+	"github.com/relaymesh/relaymesh/internal/rpc"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/access"
+	"github.com/relaymesh/relaymesh/internal/sharedobject/authority"
 )
 
 // Call is one client-to-server call, as handlers see it.
@@ -25,7 +25,7 @@ type Call struct {
 }
 
 // HandlerFunc answers a call: the value is sent back as _result, an error
-// as _error (a *mrpc.StatusError chooses the code; any other error gives
+// as _error (a *rpc.StatusError chooses the code; any other error gives
 // NetConnection.Call.Failed with its text).
 type HandlerFunc func(ctx context.Context, c Call) (any, error)
 
@@ -34,7 +34,7 @@ type Config struct {
 	// Node is the primary's id, the prefix of its clients' ids (default "primary").
 	Node string
 	// SharedObjects configures the Authority; its Deliver is set by the Server.
-	SharedObjects sharedobjects.Config
+	SharedObjects authority.Config
 	// FlushInterval is how often persistent objects are saved (default 2s).
 	FlushInterval time.Duration
 	// Webhooks maps an application ("live") or "*" to the URL that answers
@@ -50,7 +50,7 @@ type Config struct {
 	// Over the bound a call is answered with _error at once.
 	CallsPerClient, RelayCallsPerLink int
 	// FloodPerSecond and FloodBurst: a client sending more shared-object
-	// messages and calls than this is closed (defaults in mrpc.PeersConfig).
+	// messages and calls than this is closed (defaults in rpc.PeersConfig).
 	FloodPerSecond float64
 	FloodBurst     int
 	Log            *slog.Logger // default slog.Default()
@@ -60,8 +60,8 @@ type Config struct {
 type Server struct {
 	cfg   Config
 	log   *slog.Logger
-	peers *mrpc.Peers
-	auth  *sharedobjects.Authority
+	peers *rpc.Peers
+	auth  *authority.Authority
 
 	mu       sync.RWMutex
 	handlers map[string]HandlerFunc
@@ -98,14 +98,14 @@ func New(cfg Config) (*Server, error) {
 		cfg.RelayCallsPerLink = 256
 	}
 	s := &Server{cfg: cfg, log: cfg.Log.With("component", "so-rpc"), handlers: map[string]HandlerFunc{}}
-	s.peers = mrpc.NewPeers(mrpc.PeersConfig{Node: cfg.Node, FloodPerSecond: cfg.FloodPerSecond, FloodBurst: cfg.FloodBurst, Log: s.log})
+	s.peers = rpc.NewPeers(rpc.PeersConfig{Node: cfg.Node, FloodPerSecond: cfg.FloodPerSecond, FloodBurst: cfg.FloodBurst, Log: s.log})
 	soCfg := cfg.SharedObjects
 	soCfg.Deliver = s.peers.Deliver
 	if soCfg.Logger == nil {
 		soCfg.Logger = s.log
 	}
 	var err error
-	if s.auth, err = sharedobjects.New(soCfg); err != nil {
+	if s.auth, err = authority.New(soCfg); err != nil {
 		return nil, err
 	}
 	s.registerBuiltins()
@@ -113,7 +113,7 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Authority is the shared-object authority, for server-side code.
-func (s *Server) Authority() *sharedobjects.Authority { return s.auth }
+func (s *Server) Authority() *authority.Authority { return s.auth }
 
 // Run saves persistent shared objects every FlushInterval until ctx ends,
 // then once more.
@@ -146,7 +146,7 @@ func (s *Server) Published(ss *rtmp.Session) {
 // Closed forgets a connection and releases its shared objects.
 func (s *Server) Closed(ss *rtmp.Session) { s.closed(ss) }
 
-func (s *Server) add(ss *rtmp.Session, req *rtmp.ConnectRequest) *mrpc.Peer {
+func (s *Server) add(ss *rtmp.Session, req *rtmp.ConnectRequest) *rpc.Peer {
 	p, added := s.peers.Add(ss, req)
 	if added {
 		p.State = &peerState{}
@@ -188,7 +188,7 @@ func (s *Server) Message(ctx context.Context, ss *rtmp.Session, m rtmp.Message) 
 			case st.publisher:
 				role = access.RolePublisher
 			}
-			if err := s.auth.Connect(p.ID, sharedobjects.ClientInfo{Scope: p.Scope, Role: role}); err != nil {
+			if err := s.auth.Connect(p.ID, authority.ClientInfo{Scope: p.Scope, Role: role}); err != nil {
 				s.log.Warn("shared objects: connect failed", "client", p.Name, "err", err)
 				return
 			}
@@ -205,24 +205,24 @@ func (s *Server) Message(ctx context.Context, ss *rtmp.Session, m rtmp.Message) 
 	}
 }
 
-func (s *Server) command(ctx context.Context, p *mrpc.Peer, cmd *rtmp.Command) {
+func (s *Server) command(ctx context.Context, p *rpc.Peer, cmd *rtmp.Command) {
 	switch cmd.Name {
-	case "_result", "_error", "onStatus", mrpc.MeshCall:
+	case "_result", "_error", "onStatus", rpc.MeshCall:
 		return // answers to our calls; nothing waits for them
 	}
 	tx := cmd.TransactionID
 	fail := func(desc string) {
 		if tx != 0 {
-			_ = p.Send(mrpc.ErrorMessage(tx, mrpc.CodeCallFailed, desc))
+			_ = p.Send(rpc.ErrorMessage(tx, rpc.CodeCallFailed, desc))
 		}
 	}
-	if !mrpc.ValidMethod(cmd.Name) {
+	if !rpc.ValidMethod(cmd.Name) {
 		fail("bad method name")
 		return
 	}
-	c := Call{App: mrpc.AppOf(p.Scope), Scope: p.Scope, ClientID: p.Name, Method: cmd.Name, Args: cmd.Args}
+	c := Call{App: rpc.AppOf(p.Scope), Scope: p.Scope, ClientID: p.Name, Method: cmd.Name, Args: cmd.Args}
 	if p.Relay {
-		if id := mrpc.ClientOf(cmd); id != "" {
+		if id := rpc.ClientOf(cmd); id != "" {
 			c.ClientID = id
 		}
 	}
@@ -242,18 +242,18 @@ func (s *Server) command(ctx context.Context, p *mrpc.Peer, cmd *rtmp.Command) {
 		}
 		if err == nil {
 			var m rtmp.Message
-			if m, err = mrpc.ResultMessage(tx, v); err == nil {
+			if m, err = rpc.ResultMessage(tx, v); err == nil {
 				_ = p.Send(m)
 				return
 			}
 			err = fmt.Errorf("result cannot be encoded: %w", err)
 		}
-		code, desc := mrpc.CodeCallFailed, err.Error()
-		var se *mrpc.StatusError
+		code, desc := rpc.CodeCallFailed, err.Error()
+		var se *rpc.StatusError
 		if errors.As(err, &se) {
 			code, desc = se.Code, se.Description
 		}
-		_ = p.Send(mrpc.ErrorMessage(tx, code, desc))
+		_ = p.Send(rpc.ErrorMessage(tx, code, desc))
 	}()
 }
 
@@ -268,7 +268,7 @@ func (s *Server) dispatch(ctx context.Context, c Call) (any, error) {
 		url = s.cfg.Webhooks["*"]
 	}
 	if url == "" {
-		return nil, &mrpc.StatusError{Code: mrpc.CodeCallFailed, Description: "no handler for method " + c.Method}
+		return nil, &rpc.StatusError{Code: rpc.CodeCallFailed, Description: "no handler for method " + c.Method}
 	}
 	return s.webhook(ctx, url, c)
 }

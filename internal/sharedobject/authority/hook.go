@@ -1,4 +1,4 @@
-package sharedobjects
+package authority
 
 import (
 	"github.com/relaymesh/relaymesh/internal/sharedobject"
