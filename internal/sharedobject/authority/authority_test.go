@@ -70,27 +70,12 @@ func to(out []so.Outgoing, id so.ClientID) []*so.Message {
 	return ms
 }
 
-func types(m *so.Message) string {
-	var s []string
-	for _, e := range m.Events {
-		x := e.Type.String()
-		if e.Key != "" {
-			x += ":" + e.Key
-		}
-		if e.Code != "" {
-			x += ":" + e.Code
-		}
-		s = append(s, x)
-	}
-	return strings.Join(s, " ")
-}
-
 func expect(t *testing.T, out []so.Outgoing, id so.ClientID, want ...string) {
 	t.Helper()
 	ms := to(out, id)
 	var got []string
 	for _, m := range ms {
-		got = append(got, types(m))
+		got = append(got, m.Summary())
 	}
 	if strings.Join(got, " | ") != strings.Join(want, " | ") {
 		t.Errorf("client %d got %q, want %q", id, got, want)
@@ -307,7 +292,7 @@ func TestThousandsOfObjects(t *testing.T) {
 	created, refused := 0, 0
 	for i := 0; i < 5000; i++ {
 		out := a.Handle(1, use(fmt.Sprintf("o%d", i), false))
-		if types(out[0].Message) == "use-success clear" {
+		if out[0].Message.Summary() == "use-success clear" {
 			created++
 		} else {
 			refused++
@@ -333,7 +318,7 @@ func TestRateLimit(t *testing.T) {
 	for i := 0; i < 10000; i++ { // a flood within one instant
 		out := a.Handle(1, set("o", "k", float64(i)))
 		for _, m := range to(out, 1) {
-			switch types(m) {
+			switch m.Summary() {
 			case "status:SharedObject.LimitExceeded":
 				statuses++
 			case "success:k":
@@ -347,7 +332,7 @@ func TestRateLimit(t *testing.T) {
 	clk.add(time.Second)
 	expect(t, a.Handle(1, set("o", "k", "later")), 1, "success:k")
 	for i := 0; i < 1000; i++ { // relays are unlimited by default
-		if out := a.Handle(2, set("o", "r", float64(i))); types(to(out, 2)[0]) != "success:r" {
+		if out := a.Handle(2, set("o", "r", float64(i))); to(out, 2)[0].Summary() != "success:r" {
 			t.Fatal("relay throttled")
 		}
 	}
