@@ -19,6 +19,7 @@ import (
 	so "github.com/relaymesh/relaymesh/internal/sharedobject"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/access"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/authority"
+	"github.com/relaymesh/relaymesh/internal/sharedobject/authority/kvstore"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/edge"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/origin"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/replica"
@@ -57,7 +58,7 @@ func (f *soFlags) primary(n *node, log *slog.Logger, conn *bus.Conn) (*origin.Se
 		kv, err := conn.SharedObjectsBucket(ctx)
 		cancel()
 		if err == nil {
-			store = &authority.KVStore{KV: kv}
+			store = &kvstore.Store{KV: kv}
 			log.Info("persistent shared objects in the bus", "bucket", bus.BucketSharedObjects)
 		} else {
 			log.Warn("shared-object bucket unreachable: keeping persistent objects in files", "dir", f.data, "err", err)

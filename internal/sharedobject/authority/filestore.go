@@ -193,3 +193,27 @@ func (s *FileStore) write(scope string, f *scopeFile) error {
 	}
 	return nil
 }
+
+// MarshalSnapshot encodes a snapshot as a FileStore encodes one object:
+// JSON with slot values as base64 of their AMF0 encoding, so that every value
+// round-trips exactly. Stores elsewhere (a key-value bucket) use it too.
+func MarshalSnapshot(scope, name string, snap Snapshot) ([]byte, error) {
+	o, err := objectOf(scope, name, snap)
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(o)
+	if err != nil {
+		return nil, fmt.Errorf("shared-object store: %w", err)
+	}
+	return data, nil
+}
+
+// UnmarshalSnapshot decodes what MarshalSnapshot encoded.
+func UnmarshalSnapshot(scope, name string, data []byte) (Snapshot, error) {
+	var o fileObject
+	if err := json.Unmarshal(data, &o); err != nil {
+		return Snapshot{}, fmt.Errorf("shared-object store: %s/%s: %w", scope, name, err)
+	}
+	return o.snapshot(scope, name)
+}

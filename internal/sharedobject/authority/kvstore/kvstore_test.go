@@ -1,4 +1,4 @@
-package authority
+package kvstore
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/relaymesh/relaymesh/internal/bus"
 	so "github.com/relaymesh/relaymesh/internal/sharedobject"
+	"github.com/relaymesh/relaymesh/internal/sharedobject/authority"
 )
 
 func TestKVStore(t *testing.T) {
@@ -26,11 +27,11 @@ func TestKVStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &KVStore{KV: kv}
+	s := &Store{KV: kv}
 	if _, ok, err := s.Load("live/room", "chat"); ok || err != nil {
 		t.Fatalf("empty store: %v %v", ok, err)
 	}
-	snap := Snapshot{Version: 9, Slots: map[string]any{"topic": "hi", "n": 2.0, "list": []any{"a", true}, "ü ✓": nil}}
+	snap := authority.Snapshot{Version: 9, Slots: map[string]any{"topic": "hi", "n": 2.0, "list": []any{"a", true}, "ü ✓": nil}}
 	if err := s.Save("live/room", "chat", snap); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestKVStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := (&KVStore{KV: kv2}).Load("live/room", "chat")
+	got, ok, err := (&Store{KV: kv2}).Load("live/room", "chat")
 	if !ok || err != nil || got.Version != 9 || len(got.Slots) != len(snap.Slots) {
 		t.Fatalf("load: %+v %v %v", got, ok, err)
 	}
@@ -49,7 +50,7 @@ func TestKVStore(t *testing.T) {
 		}
 	}
 	// Scopes and names that are not key characters still map to distinct keys.
-	if kvKey("a/b", "c") == kvKey("a", "b/c") {
+	if key("a/b", "c") == key("a", "b/c") {
 		t.Error("keys collide")
 	}
 }
