@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/relaymesh/relaymesh/geo"
 	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/internal/config"
 	"github.com/relaymesh/relaymesh/topology/dashboard"
 	"github.com/relaymesh/relaymesh/topology/demand"
 	"github.com/relaymesh/relaymesh/topology/graph"
@@ -30,33 +30,18 @@ func init() {
 	register(command{name: "orchestrator", summary: "run the orchestrator and redirector: opens relays where demand builds up", run: runOrchestrator})
 }
 
-// busFlags say how to reach NATS: an external cluster, or an embedded server.
-type busFlags struct {
-	urls, creds, nkey, ca, cert, key, dataDir, listen string
-}
-
-func (b *busFlags) register(fs *flag.FlagSet, defListen string) {
-	fs.StringVar(&b.urls, "nats", "", "NATS cluster URLs (nats://host:4222,…); empty: run an embedded NATS server")
-	fs.StringVar(&b.creds, "nats-creds", "", "NATS credentials file")
-	fs.StringVar(&b.nkey, "nats-nkey", "", "NATS NKey seed file")
-	fs.StringVar(&b.ca, "nats-ca", "", "CA bundle that signs the NATS servers' certificates")
-	fs.StringVar(&b.cert, "nats-cert", "", "client certificate for NATS (with --nats-key)")
-	fs.StringVar(&b.key, "nats-key", "", "client key for NATS")
-	fs.StringVar(&b.dataDir, "data-dir", "", "embedded NATS: JetStream store directory (default: a temporary directory)")
-	fs.StringVar(&b.listen, "nats-listen", defListen, "embedded NATS: address other processes connect to (empty: in-process only)")
-}
-
-// connect returns a bus connection and a cleanup function.
-func (b *busFlags) connect(name string, log *slog.Logger) (*bus.Conn, func(), error) {
-	if b.urls != "" {
-		c, err := bus.Connect(bus.Options{URLs: b.urls, Name: name, CredsFile: b.creds, NKeyFile: b.nkey,
-			CAFile: b.ca, CertFile: b.cert, KeyFile: b.key}, log)
+// busConnect returns a bus connection and a cleanup function: to the
+// cluster of nats.urls, or to an embedded server when it is empty.
+func busConnect(nc config.NATS, name string, log *slog.Logger) (*bus.Conn, func(), error) {
+	if nc.URLs != "" {
+		c, err := bus.Connect(bus.Options{URLs: nc.URLs, Name: name, CredsFile: nc.Creds, NKeyFile: nc.NKey,
+			CAFile: nc.CA, CertFile: nc.Cert, KeyFile: nc.Key}, log)
 		if err != nil {
 			return nil, nil, err
 		}
 		return c, c.Close, nil
 	}
-	dir, tmp := b.dataDir, false
+	dir, tmp := nc.DataDir, false
 	if dir == "" {
 		d, err := os.MkdirTemp("", "relaymesh-nats-")
 		if err != nil {
@@ -64,7 +49,7 @@ func (b *busFlags) connect(name string, log *slog.Logger) (*bus.Conn, func(), er
 		}
 		dir, tmp = d, true
 	}
-	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: filepath.Join(dir, "jetstream"), Listen: b.listen}, log)
+	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: filepath.Join(dir, "jetstream"), Listen: nc.Listen}, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -133,50 +118,64 @@ func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
 	return nil
 }
 
+// bindControlPlane binds the flags orchestrator and dev share.
+func bindControlPlane(c *cmdFlags) {
+	o := &c.cfg.Orchestrator
+	c.String(&o.Graph, "graph", "orchestrator.graph", "location graph file with servers (default: the built-in world with a primary and relays at eu, na, as, sa)")
+	c.String(&o.GeoIP, "geoip", "orchestrator.geoip", "MaxMind City database (default: the small built-in demo database)")
+	c.Float(&o.Threshold, "threshold", "orchestrator.threshold", "demand bonus that opens a relay (0: 50)")
+}
+
+// orchestratorFlags are relaymesh orchestrator's flags over its defaults.
+func orchestratorFlags(cfg *config.Config) *cmdFlags {
+	cfg.HTTP.Listen = "127.0.0.1:8090"
+	c := newCmdFlags("orchestrator", cfg)
+	bindNATS(c, "NATS cluster URLs (nats://host:4222,…); empty: run an embedded NATS server")
+	n := &cfg.NATS
+	c.String(&n.DataDir, "data-dir", "nats.data_dir", "embedded NATS: JetStream store directory (default: a temporary directory)")
+	c.String(&n.Listen, "nats-listen", "nats.listen", "embedded NATS: address other processes connect to (empty: in-process only)")
+	bindControlPlane(c)
+	o := &cfg.Orchestrator
+	c.String(&cfg.HTTP.Listen, "http", "http.listen", "HTTP listen address of the redirector, mesh API, dashboard, /healthz and /metrics")
+	c.String(&o.ID, "id", "orchestrator.id", "instance id in the leadership lease (default host-pid)")
+	c.String(&o.TrustedProxies, "trusted-proxies", "orchestrator.trusted_proxies", "comma-separated addresses/prefixes whose X-Forwarded-For is believed")
+	c.String(&o.TokenSecret, "token-secret", "orchestrator.token_secret", "key that signs sticky tokens; share it between redirectors (default random)")
+	c.Bool(&o.DevIP, "dev-ip", "orchestrator.dev_ip", "honour ?ip=ADDR on /play (development only)")
+	c.String(&o.OverflowURL, "overflow-url", "orchestrator.overflow_url", "external CDN URL prefix for HLS/DASH viewers when every server is full (e.g. https://cdn.example.net)")
+	bindLog(c)
+	return c
+}
+
 func runOrchestrator(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("orchestrator", flag.ContinueOnError)
-	var bf busFlags
-	bf.register(fs, "127.0.0.1:4222")
-	graphPath := fs.String("graph", "", "location graph file with servers (default: the built-in world with the dev servers)")
-	geoPath := fs.String("geoip", "", "MaxMind City database (default: the small built-in demo database)")
-	httpAddr := fs.String("http", "127.0.0.1:8090", "HTTP listen address of the redirector and mesh API")
-	id := fs.String("id", "", "instance id in the leadership lease (default host-pid)")
-	trusted := fs.String("trusted-proxies", "", "comma-separated addresses/prefixes whose X-Forwarded-For is believed")
-	tokenSecret := fs.String("token-secret", "", "key that signs sticky tokens; share it between redirectors (default random)")
-	threshold := fs.Float64("threshold", 0, "demand bonus that opens a relay (default 50)")
-	devIP := fs.Bool("dev-ip", false, "honour ?ip=ADDR on /play (development only)")
-	overflow := fs.String("overflow-url", "", "external CDN URL prefix for HLS/DASH viewers when every server is full (e.g. https://cdn.example.net)")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	log, err := newLogger(*logLevel, "text")
+	cfg := config.Default()
+	log, err := orchestratorFlags(&cfg).parse(args)
 	if err != nil {
 		return err
 	}
-	g, err := loadGraph(*graphPath)
+	o := cfg.Orchestrator
+	g, err := loadGraph(o.Graph)
 	if err != nil {
 		return err
 	}
-	db, err := openGeo(*geoPath)
+	db, err := openGeo(o.GeoIP)
 	if err != nil {
 		return err
 	}
-	tp, err := redirector.ParseTrusted(*trusted)
+	tp, err := redirector.ParseTrusted(o.TrustedProxies)
 	if err != nil {
-		return fmt.Errorf("--trusted-proxies: %w", err)
+		return fmt.Errorf("orchestrator.trusted_proxies (--trusted-proxies): %w", err)
 	}
-	conn, cleanup, err := bf.connect("relaymesh-orchestrator", log)
+	conn, cleanup, err := busConnect(cfg.NATS, "relaymesh-orchestrator", log)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	ln, err := net.Listen("tcp", *httpAddr)
+	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
-		return err
+		return fmt.Errorf("http listen: %w", err)
 	}
-	return runControlPlane(ctx, controlPlane{graph: g, geo: db, conn: conn, ln: ln, id: *id, trusted: tp,
-		tokenKey: []byte(*tokenSecret), threshold: *threshold, devIP: *devIP, overflowURL: *overflow, log: log})
+	return runControlPlane(ctx, controlPlane{graph: g, geo: db, conn: conn, ln: ln, id: o.ID, trusted: tp,
+		tokenKey: []byte(o.TokenSecret), threshold: o.Threshold, devIP: o.DevIP, overflowURL: o.OverflowURL, log: log})
 }
 
 // controlPlane is an orchestrator with its redirector on one HTTP listener.

@@ -61,6 +61,7 @@ func (c *Config) Validate() error {
 	}{
 		{"rtmp.listen", "rtmp", c.RTMP.Listen, false},
 		{"http.listen", "http", c.HTTP.Listen, false},
+		{"dev.primary_http", "primary-http", c.Dev.PrimaryHTTP, false},
 		{"advertise.rtmp", "advertise-rtmp", c.Advertise.RTMP, true},
 		{"advertise.http", "advertise-http", c.Advertise.HTTP, true},
 	} {
