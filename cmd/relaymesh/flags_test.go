@@ -111,3 +111,11 @@ func TestFlagConfigErrors(t *testing.T) {
 		t.Fatalf("hls.format dash: %v", err)
 	}
 }
+
+// A missing GeoIP file names the flag and the file once.
+func TestFlagGeoIPMissing(t *testing.T) {
+	_, err := openGeo("/nonexistent/city.mmdb")
+	if err == nil || strings.Count(err.Error(), "/nonexistent/city.mmdb") != 1 || !strings.Contains(err.Error(), "--geoip") {
+		t.Fatalf("%v", err)
+	}
+}

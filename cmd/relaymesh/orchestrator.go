@@ -89,7 +89,11 @@ func openGeo(path string) (*geo.DB, error) {
 	if path == "" {
 		return geo.OpenDefault()
 	}
-	return geo.Open(path, geo.OpenOptions{})
+	db, err := geo.Open(path, geo.OpenOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator.geoip (--geoip): %w", err)
+	}
+	return db, nil
 }
 
 func bonusAdapter(o *orchestrator.Orchestrator) func() []redirector.BonusInfo {
