@@ -234,6 +234,7 @@ func devMain(ctx context.Context, args []string, out io.Writer, ready func(httpA
 		if err != nil {
 			return err
 		}
+		n.watchUpstream(up)
 		n.src = pullingSource(n.hubs, up)
 		sor, err := soRelay(ctx, n.cfg, connConfig(n.cfg.RTMP), n.log)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/relaymesh/relaymesh/internal/config"
 	"github.com/relaymesh/relaymesh/internal/httpserver"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
+	"github.com/relaymesh/relaymesh/internal/rtmpcount"
 	"github.com/relaymesh/relaymesh/packager"
 	"github.com/relaymesh/relaymesh/relay"
 	"github.com/relaymesh/relaymesh/relay/hub"
@@ -122,6 +123,11 @@ func newNodeOn(cfg config.Config, log *slog.Logger, rtmpLn, httpLn net.Listener)
 
 // run serves until ctx ends, then drains and stops.
 func (n *node) run(ctx context.Context, h rtmp.Handler) error {
+	counts, err := rtmpcount.New(n.http.Registry)
+	if err != nil {
+		return err
+	}
+	h = counts.Wrap(h)
 	n.server = &relay.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections}
 	pc, err := packagerConfig(n.cfg.HLS, n.log.With("component", "packager"), n.http.Registry)
 	if err != nil {
@@ -153,4 +159,11 @@ func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 	}
 	n.log.Info("stopped")
 	return err
+}
+
+// watchUpstream exports a relay's upstream metrics and makes its /healthz
+// fail while a stream it was told to hold cannot be pulled.
+func (n *node) watchUpstream(up *relay.Upstream) {
+	n.http.Registry.MustRegister(up.Collector())
+	n.http.AddCheck("upstream", up.HeldHealth)
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,6 +16,7 @@ import (
 	"github.com/relaymesh/relaymesh/geo"
 	"github.com/relaymesh/relaymesh/internal/bus"
 	"github.com/relaymesh/relaymesh/internal/config"
+	"github.com/relaymesh/relaymesh/internal/httpserver"
 	"github.com/relaymesh/relaymesh/topology/dashboard"
 	"github.com/relaymesh/relaymesh/topology/demand"
 	"github.com/relaymesh/relaymesh/topology/graph"
@@ -212,21 +210,25 @@ func runControlPlane(ctx context.Context, cp controlPlane) error {
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	r.Mount(mux)
-	d.Mount(mux)
-	// Prometheus: decisions, commands, lease changes, redirects.
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		o.Collector(), r.Collector())
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// /healthz, /metrics (decisions, commands, lease changes, redirects,
+	// build info, request durations), the redirector and the dashboard.
+	srv := httpserver.New(cp.log)
+	srv.Registry.MustRegister(o.Collector(), r.Collector())
+	srv.AddCheck("nats", func() error {
+		if !cp.conn.NC.IsConnected() {
+			return fmt.Errorf("not connected to NATS (%s): placements and statuses are not updated", cp.conn.NC.Status())
+		}
+		return nil
+	})
+	r.Mount(srv.Mux)
+	d.Mount(srv.Mux)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i, f := range []func() error{
 		func() error { return o.Run(ctx) },
 		func() error { return r.Run(ctx) },
 		func() error { return d.Run(ctx) },
-		func() error { return serveHTTP(ctx, cp.ln, mux) },
+		func() error { return srv.Serve(ctx, cp.ln) },
 	} {
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[i] = f() }()
