@@ -65,18 +65,23 @@ func busConnect(nc config.NATS, name string, log *slog.Logger) (*bus.Conn, func(
 	}, nil
 }
 
-// loadGraph reads a graph file, or returns the development world graph.
+// loadGraph reads a graph file, or returns the development world graph. A
+// file with servers and no locations places them in the built-in world
+// graph (its hubs eu, na, … and countries by ISO code).
 func loadGraph(path string) (*graph.Graph, error) {
 	if path == "" {
 		return graph.DevWorld()
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("orchestrator.graph (--graph): %w", err)
 	}
 	f, err := graph.Parse(path, data)
 	if err != nil {
 		return nil, err
+	}
+	if len(f.Locations) == 0 {
+		return graph.World(f.Servers...)
 	}
 	var b graph.Builder
 	b.AddFile(f)

@@ -10,10 +10,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// Revision is the VCS revision when the binary was built without VCS data
+// (a container build without .git): go build -ldflags "-X …/httpserver.Revision=abc123".
+var Revision = "unknown"
+
 // buildInfo is relaymesh_build_info: 1, labelled with the module version,
 // the Go version and the VCS revision the binary was built from.
 func buildInfo() prometheus.Collector {
-	version, revision, modified := "unknown", "unknown", "false"
+	version, revision, modified := "unknown", Revision, "false"
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if bi.Main.Version != "" {
 			version = bi.Main.Version
