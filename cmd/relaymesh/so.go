@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/internal/redact"
 	"log/slog"
 	"os"
 	"strings"
@@ -154,7 +155,7 @@ func runSO(ctx context.Context, args []string) error {
 	if url == "" || *name == "" {
 		return errors.New("an rtmp:// URL and --name are required")
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(redact.Handler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	out := json.NewEncoder(os.Stdout)
 	var cfg mrpc.ClientConfig
 	cfg.Log = log
