@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -40,22 +41,34 @@ func TestSecretsNotLogged(t *testing.T) {
 	t.Cleanup(func() { logOutput = os.Stderr })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	const good, bad, rtmpTok, httpTok = "goodsecret1", "badsecret2", "viewertoken3", "httptoken4"
+	const good, bad, rtmpTok, httpTok, connKey, ffKey = "goodsecret1", "badsecret2", "viewertoken3", "httptoken4", "connsecret5", "ffmpegsecret6"
 	p := startNode(t, runPrimary, "", "--publish-key", "cam="+good, "--log-level", "debug")
 	r := startNode(t, runRelay, "", "--id", "r1", "--upstream", "rtmp://"+p.rtmp, "--log-level", "debug")
 
-	dial := func(host string) *rtmp.ClientConn {
-		c, err := rtmp.Dial(ctx, rtmp.URL{Host: host, App: "live"}, rtmp.ConnConfig{}, quietLog)
+	dial := func(host, query string) *rtmp.ClientConn {
+		c, err := rtmp.Dial(ctx, rtmp.URL{Host: host, App: "live", Query: query}, rtmp.ConnConfig{}, quietLog)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close(nil) })
 		return c
 	}
-	if _, err := dial(p.rtmp).Publish(ctx, "cam2?key="+bad); err == nil {
+	if _, err := dial(p.rtmp, "").Publish(ctx, "cam2?key="+bad); err == nil {
 		t.Fatal("publish with a bad key accepted")
 	}
-	pub := dial(p.rtmp)
+	// A key in the connect URL (tcUrl) too.
+	if _, err := dial(p.rtmp, "key="+connKey).Publish(ctx, "cam3"); err == nil {
+		t.Fatal("publish with a bad key in the connect URL accepted")
+	}
+	// A real encoder with a wrong key, when ffmpeg is installed (in CI it is).
+	if _, err := exec.LookPath("ffmpeg"); err == nil || os.Getenv("CI") == "true" {
+		out, err := exec.CommandContext(ctx, "ffmpeg", "-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=10",
+			"-t", "2", "-c:v", "libx264", "-f", "flv", "rtmp://"+p.rtmp+"/live/cam4?key="+ffKey).CombinedOutput()
+		if err == nil {
+			t.Fatalf("ffmpeg published with a wrong key: %s", out)
+		}
+	}
+	pub := dial(p.rtmp, "")
 	id, err := pub.Publish(ctx, "cam?key="+good)
 	if err != nil {
 		t.Fatalf("publish with the key: %v", err)
@@ -86,7 +99,7 @@ func TestSecretsNotLogged(t *testing.T) {
 	r.stop(t)
 	p.stop(t)
 	out := logs.String()
-	for _, secret := range []string{good, bad, rtmpTok, httpTok} {
+	for _, secret := range []string{good, bad, rtmpTok, httpTok, connKey, ffKey} {
 		for _, line := range strings.Split(out, "\n") {
 			if strings.Contains(line, secret) {
 				t.Errorf("a log line carries %s: %s", secret, line)
