@@ -45,3 +45,22 @@ func TestHandler(t *testing.T) {
 		t.Errorf("%s", out)
 	}
 }
+
+// Redacting is idempotent and leaves no value of a key= parameter.
+func FuzzString(f *testing.F) {
+	for _, s := range []string{"cam2?key=bad", "rtmp://u:p@h/a?token=1&x=2", "a=b", "", "?key="} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r := String(s)
+		if String(r) != r {
+			t.Fatalf("not idempotent: %q → %q → %q", s, r, String(r))
+		}
+		if strings.Contains(r, "?key=") && !strings.Contains(r, "?key="+Mask) && !strings.Contains(r, "?key=&") {
+			i := strings.Index(r, "?key=")
+			if rest := r[i+5:]; rest != "" && !strings.ContainsAny(rest[:1], "&;\t\n\v\f\r \"'#)") {
+				t.Fatalf("key value left in %q (from %q)", r, s)
+			}
+		}
+	})
+}
