@@ -230,7 +230,7 @@ func TestSystemdUnit(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"DynamicUser=yes", "NoNewPrivileges=yes", "Restart=on-failure", "[Install]"} {
+	for _, want := range []string{"User=relaymesh", "NoNewPrivileges=yes", "Restart=on-failure", "[Install]"} {
 		if !strings.Contains(string(u), want) {
 			t.Errorf("unit lacks %s", want)
 		}
