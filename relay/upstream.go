@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/relaymesh/relaymesh/internal/amf"
@@ -61,6 +62,8 @@ type Upstream struct {
 	mu    sync.Mutex
 	url   rtmp.URL
 	pulls map[string]*pull
+
+	reconnects atomic.Uint64 // attempts after a pull's first (UpstreamReconnects)
 }
 
 // NewUpstream returns a puller that writes into hubs. ctx bounds every pull.
@@ -107,6 +110,10 @@ type pull struct {
 	// upstream, whose chain leads to the primary whatever the placements.
 	parent rtmp.URL
 	from   string // the host of the current attempt
+	// playing says the upstream plays the stream now; lastErr is why the
+	// last attempt ended (guarded by u.mu, for /healthz and the API).
+	playing bool
+	lastErr error
 
 	started  chan struct{} // closed once the first attempt succeeded or failed
 	startErr error
@@ -120,6 +127,10 @@ type PullInfo struct {
 	Upstream string `json:"upstream"`
 	Live     bool   `json:"live"`
 	Held     bool   `json:"held"`
+	// Playing says the upstream plays the stream now (connected, whether or
+	// not its publisher sends); LastError is why the last attempt ended.
+	Playing   bool   `json:"playing"`
+	LastError string `json:"last_error,omitempty"`
 }
 
 // Pulls lists the running pulls.
@@ -128,9 +139,31 @@ func (u *Upstream) Pulls() []PullInfo {
 	defer u.mu.Unlock()
 	out := make([]PullInfo, 0, len(u.pulls))
 	for _, p := range u.pulls {
-		out = append(out, PullInfo{App: p.app, Name: p.name, Upstream: p.from, Live: p.hub.Live(), Held: p.hold})
+		pi := PullInfo{App: p.app, Name: p.name, Upstream: p.from, Live: p.hub.Live(), Held: p.hold, Playing: p.playing}
+		if p.lastErr != nil {
+			pi.LastError = p.lastErr.Error()
+		}
+		out = append(out, pi)
 	}
 	return out
+}
+
+// UpstreamReconnects counts the attempts made after a pull's first one.
+func (u *Upstream) UpstreamReconnects() uint64 { return u.reconnects.Load() }
+
+// HeldHealth reports the streams held for the orchestrator (Hold) that the
+// upstream does not play at the moment, after at least one failed attempt:
+// the relay cannot serve what it was told to hold.
+func (u *Upstream) HeldHealth() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var errs []error
+	for key, p := range u.pulls {
+		if p.hold && !p.playing && p.lastErr != nil {
+			errs = append(errs, fmt.Errorf("%s: upstream %s: %w", key, p.from, p.lastErr))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Ensure starts pulling app/name if it is not pulled yet and waits until the
@@ -236,6 +269,9 @@ func (p *pull) run(ctx context.Context, url rtmp.URL) {
 		if p.hub.Live() {
 			p.hub.End()
 		}
+		p.u.mu.Lock()
+		p.playing, p.lastErr = false, err
+		p.u.mu.Unlock()
 		if ctx.Err() != nil {
 			return
 		}
@@ -251,6 +287,7 @@ func (p *pull) run(ctx context.Context, url rtmp.URL) {
 				return
 			}
 		}
+		p.u.reconnects.Add(1)
 		p.log.Info("upstream lost, reconnecting", "err", err, "in", backoff)
 		if playing {
 			backoff = p.u.cfg.BackoffMin
@@ -317,6 +354,9 @@ func (p *pull) once(ctx context.Context, url rtmp.URL, onStart func()) (bool, er
 		return false, err
 	}
 	onStart()
+	p.u.mu.Lock()
+	p.playing, p.lastErr = true, nil
+	p.u.mu.Unlock()
 	p.log.Info("pulling from upstream", "upstream", url.Host)
 	cc.SetReadTimeout(0)
 	addr := url.Host

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/relaymesh/relaymesh/internal/redact"
 	"github.com/relaymesh/relaymesh/internal/rpc"
 )
 
@@ -41,7 +42,7 @@ func runCall(ctx context.Context, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(redact.Handler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	c, err := rpc.Dial(ctx, url, rpc.ClientConfig{Log: log})
 	if err != nil {
 		return err

@@ -413,7 +413,7 @@ func startMeshOn(t *testing.T, g *graph.Graph) *testMesh {
 		m.stopNATS()
 	})
 	ps := g.Servers()[g.Primary()]
-	pn, err := devNode(ps, log.With("role", "primary"))
+	pn, err := devNodeFree(ps, log.With("role", "primary"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +425,7 @@ func startMeshOn(t *testing.T, g *graph.Graph) *testMesh {
 		if s.Role == graph.RolePrimary {
 			continue
 		}
-		n, err := devNode(s, log.With("relay", s.ID))
+		n, err := devNodeFree(s, log.With("relay", s.ID))
 		if err != nil {
 			t.Fatal(err)
 		}

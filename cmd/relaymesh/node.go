@@ -2,73 +2,20 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/relaymesh/relaymesh/internal/config"
 	"github.com/relaymesh/relaymesh/internal/httpserver"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
+	"github.com/relaymesh/relaymesh/internal/rtmpcount"
 	"github.com/relaymesh/relaymesh/packager"
 	"github.com/relaymesh/relaymesh/relay"
 	"github.com/relaymesh/relaymesh/relay/hub"
 )
-
-// multiFlag collects repeated flags.
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
-
-// nodeFlags are the flags primary and relay share; each overrides the
-// config file when given.
-type nodeFlags struct {
-	config, rtmpAddr, httpAddr, logLevel, logFormat string
-	pprof                                           bool
-}
-
-func (n *nodeFlags) register(fs *flag.FlagSet, defRTMP, defHTTP string) {
-	fs.StringVar(&n.config, "config", "", "YAML configuration file (see docs/configuration.md)")
-	fs.StringVar(&n.rtmpAddr, "rtmp", "", "RTMP listen address (default "+defRTMP+")")
-	fs.StringVar(&n.httpAddr, "http", "", "HTTP listen address for /healthz, /metrics, /api/v1/streams (default "+defHTTP+")")
-	fs.StringVar(&n.logLevel, "log-level", "", "debug, info, warn or error (default info)")
-	fs.StringVar(&n.logFormat, "log-format", "", "text or json (default text)")
-	fs.BoolVar(&n.pprof, "pprof", false, "serve /debug/pprof/ on the HTTP listener")
-}
-
-// load reads the config file and applies the flags that were set.
-func (n *nodeFlags) load(fs *flag.FlagSet, defRTMP, defHTTP string) (config.Config, *slog.Logger, error) {
-	cfg, err := config.Load(n.config)
-	if err != nil {
-		return cfg, nil, err
-	}
-	if n.config == "" {
-		cfg.RTMP.Listen, cfg.HTTP.Listen = defRTMP, defHTTP
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["rtmp"] {
-		cfg.RTMP.Listen = n.rtmpAddr
-	}
-	if set["http"] {
-		cfg.HTTP.Listen = n.httpAddr
-	}
-	if set["log-level"] {
-		cfg.Log.Level = n.logLevel
-	}
-	if set["pprof"] {
-		cfg.HTTP.Pprof = n.pprof
-	}
-	if set["log-format"] {
-		cfg.Log.Format = n.logFormat
-	}
-	log, err := newLogger(cfg.Log.Level, cfg.Log.Format)
-	return cfg, log, err
-}
 
 func hubConfig(c config.Hub, r config.RTMP) hub.Config {
 	return hub.Config{
@@ -145,10 +92,24 @@ func packagerConfig(c config.HLS, log *slog.Logger, reg prometheus.Registerer) (
 }
 
 func newNode(cfg config.Config, log *slog.Logger) (*node, error) {
-	n := &node{cfg: cfg, log: log, http: httpserver.New(log)}
+	rtmpLn, err := net.Listen("tcp", cfg.RTMP.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("rtmp listen (rtmp.listen, --rtmp): %w", err)
+	}
+	httpLn, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		rtmpLn.Close()
+		return nil, fmt.Errorf("http listen (http.listen, --http): %w", err)
+	}
+	return newNodeOn(cfg, log, rtmpLn, httpLn), nil
+}
+
+// newNodeOn is a node on listeners opened already.
+func newNodeOn(cfg config.Config, log *slog.Logger, rtmpLn, httpLn net.Listener) *node {
+	n := &node{cfg: cfg, log: log, http: httpserver.New(log), rtmpLn: rtmpLn, httpLn: httpLn}
 	n.hubs = hub.NewRegistry(hubConfig(cfg.Hub, cfg.RTMP), log)
 	if err := n.hubs.RegisterMetrics(n.http.Registry); err != nil {
-		return nil, err
+		panic("relaymesh: hub metrics: " + err.Error()) // a fresh registry: names collide only by a bug
 	}
 	n.http.Mux.Handle("GET /api/v1/streams", relay.StreamsHandler(n.hubs))
 	// Primaries serve HLS/DASH of what is published here; a relay replaces
@@ -157,19 +118,16 @@ func newNode(cfg config.Config, log *slog.Logger) (*node, error) {
 	if cfg.HTTP.Pprof {
 		n.http.EnablePprof()
 	}
-	var err error
-	if n.rtmpLn, err = net.Listen("tcp", cfg.RTMP.Listen); err != nil {
-		return nil, fmt.Errorf("rtmp listen: %w", err)
-	}
-	if n.httpLn, err = net.Listen("tcp", cfg.HTTP.Listen); err != nil {
-		n.rtmpLn.Close()
-		return nil, fmt.Errorf("http listen: %w", err)
-	}
-	return n, nil
+	return n
 }
 
 // run serves until ctx ends, then drains and stops.
 func (n *node) run(ctx context.Context, h rtmp.Handler) error {
+	counts, err := rtmpcount.New(n.http.Registry)
+	if err != nil {
+		return err
+	}
+	h = counts.Wrap(h)
 	n.server = &relay.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections}
 	pc, err := packagerConfig(n.cfg.HLS, n.log.With("component", "packager"), n.http.Registry)
 	if err != nil {
@@ -201,4 +159,11 @@ func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 	}
 	n.log.Info("stopped")
 	return err
+}
+
+// watchUpstream exports a relay's upstream metrics and makes its /healthz
+// fail while a stream it was told to hold cannot be pulled.
+func (n *node) watchUpstream(up *relay.Upstream) {
+	n.http.Registry.MustRegister(up.Collector())
+	n.http.AddCheck("upstream", up.HeldHealth)
 }

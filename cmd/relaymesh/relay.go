@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 
+	"github.com/relaymesh/relaymesh/internal/config"
 	"github.com/relaymesh/relaymesh/internal/httpserver"
 	"github.com/relaymesh/relaymesh/packager"
 	"github.com/relaymesh/relaymesh/relay"
@@ -17,37 +17,28 @@ func init() {
 	register(command{name: "relay", summary: "run a relay: pulls streams from upstream and serves viewers", run: runRelay})
 }
 
+// relayFlags are relaymesh relay's flags over its defaults.
+func relayFlags(cfg *config.Config) *cmdFlags {
+	cfg.RTMP.Listen, cfg.HTTP.Listen = "127.0.0.1:1936", "127.0.0.1:8081"
+	c := newCmdFlags("relay", cfg)
+	bindNode(c)
+	r := &cfg.Relay
+	c.String(&r.ID, "id", "relay.id", "relay id (required)")
+	c.String(&r.Location, "location", "relay.location", "location of this relay in the graph")
+	c.String(&r.Upstream, "upstream", "relay.upstream", "rtmp://HOST:PORT of the primary or a parent relay (required)")
+	c.Duration(&r.Linger, "linger", "relay.linger", "keep pulling a stream this long after its last viewer")
+	bindAgent(c)
+	return c
+}
+
 func runRelay(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
-	var nf nodeFlags
-	nf.register(fs, "127.0.0.1:1936", "127.0.0.1:8081")
-	id := fs.String("id", "", "relay id (required)")
-	location := fs.String("location", "", "location of this relay in the graph")
-	upstream := fs.String("upstream", "", "rtmp://HOST:PORT of the primary or a parent relay (required)")
-	linger := fs.Duration("linger", 0, "keep pulling a stream this long after its last viewer (default 30s)")
-	var af agentFlags
-	af.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, log, err := nf.load(fs, "127.0.0.1:1936", "127.0.0.1:8081")
+	cfg := config.Default()
+	log, err := relayFlags(&cfg).parse(args)
 	if err != nil {
 		return err
 	}
-	if *id != "" {
-		cfg.Relay.ID = *id
-	}
-	if *location != "" {
-		cfg.Relay.Location = *location
-	}
-	if *upstream != "" {
-		cfg.Relay.Upstream = *upstream
-	}
-	if *linger > 0 {
-		cfg.Relay.Linger = *linger
-	}
 	if cfg.Relay.ID == "" || cfg.Relay.Upstream == "" {
-		return errors.New("--id and --upstream are required")
+		return errors.New("relay.id (--id) and relay.upstream (--upstream rtmp://HOST:PORT) are required")
 	}
 	log = log.With("role", "relay", "relay", cfg.Relay.ID)
 	n, err := newNode(cfg, log)
@@ -60,6 +51,7 @@ func runRelay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	n.watchUpstream(up)
 	n.http.Mux.HandleFunc("GET /api/v1/pulls", func(w http.ResponseWriter, r *http.Request) {
 		httpserver.WriteJSON(w, http.StatusOK, map[string]any{"id": cfg.Relay.ID, "location": cfg.Relay.Location, "pulls": up.Pulls()})
 	})
@@ -70,7 +62,7 @@ func runRelay(ctx context.Context, args []string) error {
 	}
 	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Sessions: sor, Grace: cfg.RTMP.Grace, Log: log})
 	log.Info("relay listening", "rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String(), "upstream", cfg.Relay.Upstream, "location", cfg.Relay.Location)
-	conn, err := af.start(ctx, n, cfg.Relay.ID, cfg.Relay.Location, up, log)
+	conn, err := startAgent(ctx, cfg, n, cfg.Relay.ID, cfg.Relay.Location, up, log)
 	if err != nil {
 		return err
 	}

@@ -7,9 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/internal/redact"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -29,29 +29,14 @@ func init() {
 	register(command{name: "so", summary: "shared objects: 'so watch URL --name N' or 'so set URL --name N --slot K --value JSON'", run: runSO})
 }
 
-// soFlags are the primary's shared-object and RPC flags.
-type soFlags struct {
-	data           string
-	webhooks       multiFlag
-	webhookTimeout time.Duration
-}
-
-// defaultDataDir is where persistent shared objects live without --data.
-func defaultDataDir() string { return filepath.Join(os.TempDir(), "relaymesh-data") }
-
-func (f *soFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.data, "data", defaultDataDir(), "directory of persistent shared objects")
-	fs.Var(&f.webhooks, "webhook", "APP=URL: calls of clients of APP (or * for any) without a Go handler are POSTed to URL; repeatable")
-	fs.DurationVar(&f.webhookTimeout, "webhook-timeout", 5*time.Second, "how long a call webhook may take before the client gets _error")
-}
-
-// primary starts the primary's shared-object and RPC layer, mounts its HTTP
+// soPrimary starts the primary's shared-object and RPC layer, mounts its HTTP
 // API, and returns it with a stop function that saves persistent objects.
 //
 // Persistent objects live in the bus's key-value bucket when the primary is
 // on NATS (conn not nil and the bucket reachable), in files under --data
 // otherwise.
-func (f *soFlags) primary(n *node, log *slog.Logger, conn *bus.Conn) (*origin.Server, func(), error) {
+func soPrimary(n *node, log *slog.Logger, conn *bus.Conn) (*origin.Server, func(), error) {
+	sc := n.cfg.SharedObjects
 	var store authority.Store
 	if conn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -61,23 +46,15 @@ func (f *soFlags) primary(n *node, log *slog.Logger, conn *bus.Conn) (*origin.Se
 			store = &kvstore.Store{KV: kv}
 			log.Info("persistent shared objects in the bus", "bucket", bus.BucketSharedObjects)
 		} else {
-			log.Warn("shared-object bucket unreachable: keeping persistent objects in files", "dir", f.data, "err", err)
+			log.Warn("shared-object bucket unreachable: keeping persistent objects in files", "dir", sc.Data, "err", err)
 		}
 	}
 	if store == nil {
-		fs, err := authority.NewFileStore(f.data)
+		fs, err := authority.NewFileStore(sc.Data)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--data: %w", err)
+			return nil, nil, fmt.Errorf("shared_objects.data (--data): %w", err)
 		}
 		store = fs
-	}
-	hooks := map[string]string{}
-	for _, kv := range f.webhooks {
-		app, url, ok := strings.Cut(kv, "=")
-		if !ok || app == "" || !strings.HasPrefix(url, "http") {
-			return nil, nil, fmt.Errorf("--webhook %q: want APP=http(s)://…", kv)
-		}
-		hooks[app] = url
 	}
 	lim, rules, err := soLimits(n.cfg.SharedObjects)
 	if err != nil {
@@ -87,8 +64,8 @@ func (f *soFlags) primary(n *node, log *slog.Logger, conn *bus.Conn) (*origin.Se
 		SharedObjects:  authority.Config{Store: store, Limits: lim, Rules: rules},
 		FloodPerSecond: n.cfg.SharedObjects.FloodPerSecond,
 		FloodBurst:     n.cfg.SharedObjects.FloodBurst,
-		Webhooks:       hooks,
-		WebhookTimeout: f.webhookTimeout,
+		Webhooks:       sc.Webhooks,
+		WebhookTimeout: sc.WebhookTimeout,
 		Log:            log,
 	})
 	if err != nil {
@@ -177,7 +154,7 @@ func runSO(ctx context.Context, args []string) error {
 	if url == "" || *name == "" {
 		return errors.New("an rtmp:// URL and --name are required")
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(redact.Handler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	out := json.NewEncoder(os.Stdout)
 	var cfg rpc.ClientConfig
 	cfg.Log = log

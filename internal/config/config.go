@@ -5,12 +5,10 @@
 package config
 
 import (
-	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/relaymesh/relaymesh/internal/sharedobject/access"
 )
@@ -26,6 +24,71 @@ type Config struct {
 	HLS     HLS     `yaml:"hls"`
 	// SharedObjects is read by the primary and by every relay.
 	SharedObjects SharedObjects `yaml:"shared_objects"`
+	// NATS is the control-plane bus of primaries, relays and orchestrators.
+	NATS NATS `yaml:"nats"`
+	// Advertise and Capacity are what a primary or relay reports to the
+	// orchestrator (with nats.urls).
+	Advertise Advertise `yaml:"advertise"`
+	Capacity  Capacity  `yaml:"capacity"`
+	// Primary names the primary on the control plane.
+	Primary Primary `yaml:"primary"`
+	// Orchestrator configures relaymesh orchestrator (and the control plane
+	// of relaymesh dev).
+	Orchestrator Orchestrator `yaml:"orchestrator"`
+	// Dev configures relaymesh dev.
+	Dev Dev `yaml:"dev"`
+}
+
+// NATS says how to reach the bus: an external cluster (URLs), or, for the
+// orchestrator, an embedded server.
+type NATS struct {
+	URLs    string `yaml:"urls"`     // nats://host:4222,… (primary, relay: empty = no control plane; orchestrator: empty = embedded server)
+	Creds   string `yaml:"creds"`    // credentials file (JWT and NKey seed)
+	NKey    string `yaml:"nkey"`     // NKey seed file
+	CA      string `yaml:"ca"`       // CA bundle of the NATS servers' certificates
+	Cert    string `yaml:"cert"`     // client certificate (with key)
+	Key     string `yaml:"key"`      // client key
+	DataDir string `yaml:"data_dir"` // embedded server (orchestrator): JetStream store directory (default: a temporary directory)
+	Listen  string `yaml:"listen"`   // embedded server (orchestrator): address other processes connect to (default 127.0.0.1:4222; empty: in-process only)
+}
+
+// Advertise is where viewers reach this server, when not at its listen
+// addresses (behind NAT, a load balancer or in a container).
+type Advertise struct {
+	RTMP string `yaml:"rtmp"` // host:port (default: the RTMP listen address)
+	HTTP string `yaml:"http"` // host:port (default: the HTTP listen address)
+}
+
+// Capacity bounds what the orchestrator sends to this server.
+type Capacity struct {
+	Viewers int     `yaml:"viewers"` // 0 = unlimited
+	Mbps    float64 `yaml:"mbps"`    // Mbit/s sent; 0 = unlimited
+}
+
+// Primary is the primary's identity on the control plane.
+type Primary struct {
+	ID       string `yaml:"id"`       // default primary
+	Location string `yaml:"location"` // its location in the graph
+}
+
+// Orchestrator configures the orchestrator and its redirector.
+type Orchestrator struct {
+	ID             string  `yaml:"id"`              // instance id in the leadership lease (default host-pid)
+	Graph          string  `yaml:"graph"`           // location graph file (default: the built-in dev world)
+	GeoIP          string  `yaml:"geoip"`           // MaxMind City database (default: the built-in demo database)
+	TrustedProxies string  `yaml:"trusted_proxies"` // comma-separated addresses/prefixes whose X-Forwarded-For is believed
+	TokenSecret    string  `yaml:"token_secret"`    // signs sticky tokens; share between redirectors (default random)
+	Threshold      float64 `yaml:"threshold"`       // demand bonus that opens a relay (0 = 50)
+	DevIP          bool    `yaml:"dev_ip"`          // honour ?ip=ADDR on /play (development only)
+	OverflowURL    string  `yaml:"overflow_url"`    // CDN URL prefix for HLS/DASH viewers when every server is full
+}
+
+// Dev configures the development mesh (relaymesh dev). Its primary listens
+// at rtmp.listen, its redirector and dashboard at http.listen.
+type Dev struct {
+	PrimaryHTTP   string `yaml:"primary_http"`    // HTTP listener of the primary (default 127.0.0.1:8081)
+	RelayBasePort int    `yaml:"relay_base_port"` // relay i listens RTMP on base+2i, HTTP on base+2i+1 (default 1940; 0: free ports)
+	DemoSource    bool   `yaml:"demo_source"`     // publish a test pattern to live/demo with ffmpeg
 }
 
 // HLS configures the HLS/DASH packager served on the HTTP listener under
@@ -128,6 +191,14 @@ type SharedObjects struct {
 	// scope, object and key patterns match decides; none matching allows
 	// (default: no rules).
 	Rules access.Rules `yaml:"rules"`
+	// Data is the directory of persistent shared objects of a primary
+	// without NATS (default: relaymesh-data in the OS temporary directory).
+	Data string `yaml:"data"`
+	// Webhooks maps an application (or "*") to the URL that calls of its
+	// clients without a Go handler are POSTed to (primary).
+	Webhooks map[string]string `yaml:"webhooks"`
+	// WebhookTimeout bounds one webhook call (default 5s).
+	WebhookTimeout time.Duration `yaml:"webhook_timeout"`
 }
 
 // Default is the configuration used when no file and no flags say otherwise.
@@ -159,7 +230,11 @@ func Default() Config {
 			ObjectsPerClient: 64, ObjectsPerScope: 1024, SlotsPerObject: 1024,
 			ValueBytes: 16 << 10, ObjectBytes: 1 << 20,
 			MessagesPerSecond: 50, Burst: 100, FloodPerSecond: 200, FloodBurst: 400,
+			Data: filepath.Join(os.TempDir(), "relaymesh-data"), WebhookTimeout: 5 * time.Second,
 		},
+		NATS:    NATS{Listen: "127.0.0.1:4222"},
+		Primary: Primary{ID: "primary"},
+		Dev:     Dev{PrimaryHTTP: "127.0.0.1:8081", RelayBasePort: 1940},
 	}
 }
 
@@ -167,17 +242,20 @@ func Default() Config {
 // does not silently fall back to a default.
 func Load(path string) (Config, error) {
 	c := Default()
+	err := c.LoadFile(path)
+	return c, err
+}
+
+// LoadFile reads path over c (a command's defaults); "" reads nothing.
+// Errors name the file, the line and the YAML key (rtmp.listen), suggest
+// the key meant when one is misspelt, and list every problem of the file.
+func (c *Config) LoadFile(path string) error {
 	if path == "" {
-		return c, nil
+		return nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return c, fmt.Errorf("config: %w", err)
+		return fmt.Errorf("config: %w", err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("config %s: %w", path, err)
-	}
-	return c, nil
+	return c.decode(path, b)
 }
