@@ -72,6 +72,10 @@ type Config struct {
 	// ViewerWindow is how long a client counts as a viewer after its last
 	// request (default 30s).
 	ViewerWindow time.Duration
+	// AudienceWindow is how long a client counts in the audience reported
+	// to the control plane (Packager.Audience) after its last request: a few
+	// playlist reloads (default 6s).
+	AudienceWindow time.Duration
 	// MaxViewersTracked bounds the viewer table of one stream (default 100000);
 	// beyond it new clients are served but not counted.
 	MaxViewersTracked int
@@ -112,6 +116,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ViewerWindow <= 0 {
 		c.ViewerWindow = 30 * time.Second
+	}
+	if c.AudienceWindow <= 0 {
+		c.AudienceWindow = 6 * time.Second
 	}
 	if c.MaxViewersTracked <= 0 {
 		c.MaxViewersTracked = 100000
