@@ -53,7 +53,7 @@ func (a *agentFlags) start(ctx context.Context, n *node, id, location string, pu
 		return nil, err
 	}
 	ag, err := agent.New(agent.Config{ID: id, Location: location, RTMP: rtmpAddr, HTTP: httpAddr,
-		CapacityViewers: a.capViewers, CapacityMbps: a.capMbps}, conn, agent.HubStats(n.hubs), puller, log)
+		CapacityViewers: a.capViewers, CapacityMbps: a.capMbps}, conn, n.stats(), puller, log)
 	if err != nil {
 		conn.Close()
 		return nil, err

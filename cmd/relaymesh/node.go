@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/relaymesh/relaymesh/internal/config"
@@ -15,6 +16,7 @@ import (
 	"github.com/relaymesh/relaymesh/internal/rtmp"
 	"github.com/relaymesh/relaymesh/packager"
 	"github.com/relaymesh/relaymesh/relay"
+	"github.com/relaymesh/relaymesh/relay/agent"
 	"github.com/relaymesh/relaymesh/relay/hub"
 )
 
@@ -103,6 +105,7 @@ type node struct {
 	server *relay.Server
 	src    packager.Source
 	pkg    *packager.Packager
+	pkgRef atomic.Pointer[packager.Packager] // pkg, for readers on other goroutines (audience.go)
 }
 
 // packagerConfig maps the config file's hls section.
@@ -150,7 +153,10 @@ func newNode(cfg config.Config, log *slog.Logger) (*node, error) {
 	if err := n.hubs.RegisterMetrics(n.http.Registry); err != nil {
 		return nil, err
 	}
-	n.http.Mux.Handle("GET /api/v1/streams", relay.StreamsHandler(n.hubs))
+	n.http.Mux.Handle("GET /api/v1/streams", relay.StreamsHandler(n.hubs, n.httpAudience))
+	if err := n.http.Registry.Register(agent.ViewersCollector(n.stats())); err != nil {
+		return nil, err
+	}
 	// Primaries serve HLS/DASH of what is published here; a relay replaces
 	// the source with one that pulls from upstream first (setPackagerSource).
 	n.src = packager.HubSource{Registry: n.hubs}
@@ -179,6 +185,7 @@ func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 		return err
 	}
 	defer n.pkg.Close()
+	n.pkgRef.Store(n.pkg)
 	n.http.Mux.Handle("/hls/", n.pkg.Handler())
 	n.http.Mux.Handle("/dash/", n.pkg.Handler())
 	httpCtx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))

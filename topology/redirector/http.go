@@ -254,8 +254,10 @@ type MeshRelay struct {
 	RTMPURL  string `json:"rtmp_url"`
 	HTTPURL  string `json:"http_url"`
 	Status   string `json:"status"` // up, down, draining
-	Viewers  int64  `json:"viewers"`
+	Viewers  int64  `json:"viewers"` // every protocol
 	Capacity int    `json:"capacity"`
+	// Protocols breaks the viewers it reported down by protocol.
+	Protocols []bus.ProtocolLoad `json:"protocols,omitempty"`
 }
 
 // MeshStream is one stream in the mesh API.
@@ -263,6 +265,10 @@ type MeshStream struct {
 	App    string   `json:"app"`
 	Name   string   `json:"name"`
 	Relays []string `json:"relays"`
+	// Viewers and Protocols: the stream's viewers on every server that
+	// reports it (the primary too), in all and by protocol.
+	Viewers   int                `json:"viewers"`
+	Protocols []bus.ProtocolLoad `json:"protocols,omitempty"`
 }
 
 // MeshPrimary is the primary in the mesh API.
@@ -301,11 +307,13 @@ func (r *Redirector) View() MeshView {
 		r.mu.RUnlock()
 		viewers, _ := r.mesh.Load(id)
 		mv.Relays = append(mv.Relays, MeshRelay{ID: s.ID, Location: s.Location, Role: string(s.Role),
-			RTMPURL: "rtmp://" + ra, HTTPURL: "http://" + ha, Status: status, Viewers: viewers, Capacity: s.CapacityViewers})
+			RTMPURL: "rtmp://" + ra, HTTPURL: "http://" + ha, Status: status, Viewers: viewers, Capacity: s.CapacityViewers,
+			Protocols: r.relayProtocols(id)})
 	}
 	r.mu.RLock()
 	for _, p := range r.placements {
 		ms := MeshStream{App: p.App, Name: p.Name, Relays: []string{}}
+		ms.Viewers, ms.Protocols = r.streamProtocols(p.App, p.Name)
 		for _, rel := range p.Relays {
 			if rel.State == bus.StateReady {
 				ms.Relays = append(ms.Relays, rel.Server)
