@@ -253,7 +253,7 @@ type MeshRelay struct {
 	Role     string `json:"role"`
 	RTMPURL  string `json:"rtmp_url"`
 	HTTPURL  string `json:"http_url"`
-	Status   string `json:"status"` // up, down, draining
+	Status   string `json:"status"`  // up, down, draining
 	Viewers  int64  `json:"viewers"` // every protocol
 	Capacity int    `json:"capacity"`
 	// Protocols breaks the viewers it reported down by protocol.
