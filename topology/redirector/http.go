@@ -300,7 +300,7 @@ func (r *Redirector) View() MeshView {
 		r.mu.RLock()
 		if rs := r.relays[id]; rs != nil && rs.up {
 			status = "up"
-			if rs.status.Draining {
+			if rs.status.Draining || r.mesh.Draining(id) {
 				status = "draining"
 			}
 		}
