@@ -41,8 +41,12 @@ func (r *Redirector) Handler() http.Handler {
 
 // Mount adds the redirector's routes to mux.
 func (r *Redirector) Mount(mux *http.ServeMux) {
-	mux.HandleFunc("GET /play/{app}/{name}", r.play)
-	mux.HandleFunc("GET /api/v1/mesh", r.meshAPI)
+	mux.Handle("GET /play/{app}/{name}", withCORS(http.HandlerFunc(r.play)))
+	mux.Handle("GET /api/v1/mesh", withCORS(http.HandlerFunc(r.meshAPI)))
+	r.mountSteering(mux)
+	for _, p := range []string{"/play/{app}/{name}", "/api/v1/mesh", "/steer/{proto}/{app}/{name}"} {
+		mux.HandleFunc("OPTIONS "+p, preflight)
+	}
 }
 
 func validName(s string) bool {

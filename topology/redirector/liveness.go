@@ -64,8 +64,7 @@ func (r *Redirector) onAlive(a bus.Alive, now time.Time) {
 	rs.up = r.liveLocked(rs, now)
 	up := rs.up
 	r.mu.Unlock()
-	r.mesh.SetUp(id, up)
-	r.mesh.SetDraining(id, a.Draining || a.Bye)
+	r.setState(id, up, a.Draining || a.Bye)
 	if wasUp && !up {
 		r.log.Info("relay said goodbye, not sending viewers there", "server", a.ID)
 	}
@@ -94,4 +93,14 @@ func (r *Redirector) markDown(id placement.ServerID, why string) {
 	if was {
 		r.log.Info("relay down, not sending viewers there", "server", r.mesh.Server(id).ID, "why", why)
 	}
+}
+
+// setState sets a server's state in the mesh: down, draining or up (the
+// mesh has one state per server, so draining must not revive a dead one).
+func (r *Redirector) setState(id placement.ServerID, up, draining bool) {
+	if !up {
+		r.mesh.SetUp(id, false)
+		return
+	}
+	r.mesh.SetDraining(id, draining)
 }

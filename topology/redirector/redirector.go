@@ -63,6 +63,10 @@ type Config struct {
 	// (while the bus is up) is down (liveness.go). Default
 	// bus.DefaultAliveTimeout.
 	AliveTimeout time.Duration
+	// SteeringTTL is the TTL of content steering answers (steering.go):
+	// how soon a player following steering leaves a relay that drains.
+	// Default DefaultSteeringTTL.
+	SteeringTTL time.Duration
 	// Placement tunes the mesh.
 	Placement placement.Config
 	// Bonus optionally reports the orchestrator's demand bonuses.
@@ -136,6 +140,9 @@ func New(cfg Config, conn *bus.Conn, log *slog.Logger) (*Redirector, error) {
 	}
 	if cfg.StatusTTL <= 0 {
 		cfg.StatusTTL = bus.DefaultStatusTTL
+	}
+	if cfg.SteeringTTL <= 0 {
+		cfg.SteeringTTL = DefaultSteeringTTL
 	}
 	if cfg.AliveTimeout <= 0 {
 		cfg.AliveTimeout = bus.DefaultAliveTimeout
@@ -295,8 +302,7 @@ func (r *Redirector) onStatus(s bus.Status) {
 	up := r.liveLocked(rs, now)
 	rs.up = up
 	r.mu.Unlock()
-	r.mesh.SetUp(id, up)
-	r.mesh.SetDraining(id, s.Draining)
+	r.setState(id, up, s.Draining)
 	r.mesh.SetLoad(id, int64(s.Viewers), s.Mbps)
 }
 
