@@ -83,6 +83,9 @@ type Config struct {
 	// of the time URL written into DASH manifests; by default it is derived
 	// from the request.
 	PublicBaseURL string
+	// Steering, when set, gives the content steering of a stream (nil for
+	// none): steering.go writes it into the multivariant playlist and MPD.
+	Steering func(app, name string) *Steering
 }
 
 // WithDefaults returns c with every zero field set to its default.

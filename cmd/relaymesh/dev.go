@@ -84,12 +84,22 @@ func devMain(ctx context.Context, args []string, ready func(httpAddr string)) er
 		}()
 	}
 
+	// The redirector's address first: every server's playlists name it for
+	// content steering.
+	ln, err := net.Listen("tcp", *httpAddr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	steerURL := "http://" + ln.Addr().String()
+
 	// Primary, open for publishing, with an agent so its real address is known.
 	ps := g.Servers()[g.Primary()]
 	pn, err := devNode(ps, log.With("role", "primary"))
 	if err != nil {
 		return err
 	}
+	pn.cfg.HLS.SteeringURL = steerURL
 	in := ingest.New(ingest.Config{Auth: ingest.Auth{Open: true}}, pn.hubs, pn.log)
 	// Shared objects and RPC, persistent objects in the bus's bucket, as a
 	// primary with --nats keeps them.
@@ -122,6 +132,7 @@ func devMain(ctx context.Context, args []string, ready func(httpAddr string)) er
 			return err
 		}
 		n.cfg.Relay.Upstream = "rtmp://" + primaryRTMP
+		n.cfg.HLS.SteeringURL = steerURL
 		up, err := relay.NewUpstream(ctx, relay.UpstreamConfig{URL: n.cfg.Relay.Upstream, RelayID: s.ID, Conn: connConfig(n.cfg.RTMP)}, n.hubs, n.log)
 		if err != nil {
 			return err
@@ -144,10 +155,6 @@ func devMain(ctx context.Context, args []string, ready func(httpAddr string)) er
 		return err
 	}
 	defer conn.Close()
-	ln, err := net.Listen("tcp", *httpAddr)
-	if err != nil {
-		return err
-	}
 	spawn("orchestrator", func() error {
 		return runControlPlane(ctx, controlPlane{graph: g, geo: db, conn: conn, ln: ln, id: "dev",
 			threshold: *threshold, devIP: true, log: log})

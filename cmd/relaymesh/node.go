@@ -30,6 +30,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 // config file when given.
 type nodeFlags struct {
 	config, rtmpAddr, httpAddr, logLevel, logFormat string
+	steeringURL                                     string
 	pprof                                           bool
 }
 
@@ -40,6 +41,7 @@ func (n *nodeFlags) register(fs *flag.FlagSet, defRTMP, defHTTP string) {
 	fs.StringVar(&n.logLevel, "log-level", "", "debug, info, warn or error (default info)")
 	fs.StringVar(&n.logFormat, "log-format", "", "text or json (default text)")
 	fs.BoolVar(&n.pprof, "pprof", false, "serve /debug/pprof/ on the HTTP listener")
+	fs.StringVar(&n.steeringURL, "steering-url", "", "base URL of the redirector for HLS/DASH content steering (e.g. http://play.example.net; default: none)")
 }
 
 // load reads the config file and applies the flags that were set.
@@ -67,6 +69,9 @@ func (n *nodeFlags) load(fs *flag.FlagSet, defRTMP, defHTTP string) (config.Conf
 	}
 	if set["log-format"] {
 		cfg.Log.Format = n.logFormat
+	}
+	if set["steering-url"] {
+		cfg.HLS.SteeringURL = n.steeringURL
 	}
 	log, err := newLogger(cfg.Log.Level, cfg.Log.Format)
 	return cfg, log, err
@@ -106,6 +111,7 @@ type node struct {
 	src    packager.Source
 	pkg    *packager.Packager
 	pkgRef atomic.Pointer[packager.Packager] // pkg, for readers on other goroutines (audience.go)
+	id     string                            // server id: the steering pathway (default cfg.Relay.ID)
 }
 
 // packagerConfig maps the config file's hls section.
@@ -181,6 +187,7 @@ func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 	if err != nil {
 		return err
 	}
+	pc.Steering = steering(n.cfg.HLS.SteeringURL, n.serverID())
 	if n.pkg, err = packager.New(n.src, pc); err != nil {
 		return err
 	}

@@ -147,6 +147,7 @@ func runOrchestrator(ctx context.Context, args []string) error {
 	devIP := fs.Bool("dev-ip", false, "honour ?ip=ADDR on /play (development only)")
 	overflow := fs.String("overflow-url", "", "external CDN URL prefix for HLS/DASH viewers when every server is full (e.g. https://cdn.example.net)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	steerTTL := fs.Duration("steering-ttl", redirector.DefaultSteeringTTL, "TTL of content steering answers: how soon HLS/DASH players following steering leave a draining relay")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -176,7 +177,7 @@ func runOrchestrator(ctx context.Context, args []string) error {
 		return err
 	}
 	return runControlPlane(ctx, controlPlane{graph: g, geo: db, conn: conn, ln: ln, id: *id, trusted: tp,
-		tokenKey: []byte(*tokenSecret), threshold: *threshold, devIP: *devIP, overflowURL: *overflow, log: log})
+		tokenKey: []byte(*tokenSecret), threshold: *threshold, devIP: *devIP, overflowURL: *overflow, steeringTTL: *steerTTL, log: log})
 }
 
 // controlPlane is an orchestrator with its redirector on one HTTP listener.
@@ -192,6 +193,7 @@ type controlPlane struct {
 	devIP     bool
 	// overflowURL: HLS/DASH viewers spill here when every server is full.
 	overflowURL string
+	steeringTTL time.Duration // 0: the redirector's default
 	log         *slog.Logger
 }
 
@@ -201,7 +203,7 @@ func runControlPlane(ctx context.Context, cp controlPlane) error {
 		return err
 	}
 	r, err := redirector.New(redirector.Config{ID: cp.id, Graph: cp.graph, Geo: cp.geo, TokenKey: cp.tokenKey,
-		TrustedProxies: cp.trusted, DevIP: cp.devIP, Bonus: bonusAdapter(o), OverflowURL: cp.overflowURL}, cp.conn, cp.log)
+		TrustedProxies: cp.trusted, DevIP: cp.devIP, Bonus: bonusAdapter(o), OverflowURL: cp.overflowURL, SteeringTTL: cp.steeringTTL}, cp.conn, cp.log)
 	if err != nil {
 		return err
 	}

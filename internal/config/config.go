@@ -46,6 +46,11 @@ type HLS struct {
 	PartTarget time.Duration `yaml:"part_target"`
 	// SegmentCount is the number of segments in playlists (default 7).
 	SegmentCount int `yaml:"segment_count"`
+	// SteeringURL is the base URL of the redirector (e.g.
+	// http://play.example.net): playlists and manifests then name its
+	// content steering service, with this server's id as the pathway.
+	// Empty (the default): no steering.
+	SteeringURL string `yaml:"steering_url"`
 }
 
 // Log configures structured logging.
