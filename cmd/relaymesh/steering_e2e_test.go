@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relaymesh/relaymesh/geo"
+	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/topology/graph"
+	"github.com/relaymesh/relaymesh/topology/redirector"
+)
+
+// procRelay is a relay run as a process of its own (the test binary as
+// relaymesh), so that it can die by SIGKILL: no goodbye, no drain.
+type procRelay struct {
+	id, rtmp, http string
+	cmd            *exec.Cmd
+	stderr         *strings.Builder
+}
+
+func startProcRelay(t *testing.T, id, location, upstream, natsURL, steer string) *procRelay {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &procRelay{id: id, rtmp: freeAddr(t), http: freeAddr(t), stderr: &strings.Builder{}}
+	r.cmd = exec.Command(exe, "relay", "--id", id, "--location", location, "--upstream", upstream,
+		"--rtmp", r.rtmp, "--http", r.http, "--nats", natsURL, "--steering-url", steer, "--log-level", "warn")
+	r.cmd.Env = append(os.Environ(), "RELAYMESH_TEST_MAIN=1")
+	r.cmd.Stderr = r.stderr
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.kill)
+	waitFor(t, id+" listening", 20*time.Second, func() bool {
+		c, err := net.Dial("tcp", r.rtmp)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return r
+}
+
+func (r *procRelay) kill() {
+	if r.cmd.Process != nil {
+		_ = r.cmd.Process.Kill()
+		_, _ = r.cmd.Process.Wait()
+	}
+}
+
+// failoverRun is what topology/redirector/browser/failover.mjs prints.
+type failoverRun struct {
+	OK         bool     `json:"ok"`
+	Error      string   `json:"error"`
+	StartError string   `json:"startError"`
+	StartupMs  int      `json:"startupMs"`
+	Errors     []string `json:"errors"`
+	Fatal      bool     `json:"fatal"`
+	KillAnswer string   `json:"killAnswer"`
+	Play       *struct {
+		Advanced float64 `json:"advanced"`
+	} `json:"play"`
+	After *struct {
+		Advanced   float64 `json:"advanced"`
+		MaxStallMs int     `json:"maxStallMs"`
+		Seconds    float64 `json:"seconds"`
+	} `json:"after"`
+	Media struct {
+		Before map[string]int `json:"before"`
+		After  map[string]int `json:"after"`
+	} `json:"media"`
+	Steering []string `json:"steering"`
+}
+
+// TestSteeringFailover: a primary, two relays as processes of their own
+// (relay-na, relay-as) carrying the stream, and a redirector whose address
+// every server's playlists name for content steering. hls.js and dash.js in
+// Chromium play through /play from another origin and land on relay-na;
+// relay-na is killed with SIGKILL: the player goes on from another server
+// of the steering answer with no stall over 3 s, and the redirector stops
+// naming relay-na within 3 s.
+func TestSteeringFailover(t *testing.T) {
+	requireTool(t, "ffmpeg")
+	root := repoRoot(t)
+	requireBrowser(t, root)
+	chromium, _ := exec.LookPath("chromium")
+	for _, tc := range []struct{ player, proto, config string }{
+		{"hls", "hls", `{}`},
+		{"dash", "dash", `{}`},
+	} {
+		t.Run(tc.player, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+			defer cancel()
+			g, err := graph.DevWorld()
+			if err != nil {
+				t.Fatal(err)
+			}
+			db, err := geo.OpenDefault()
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			nats, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(nats.Shutdown)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			web := "http://" + ln.Addr().String()
+			primary := startNode(t, runPrimary, "", "--open", "--nats", nats.ClientURL(), "--id", "primary", "--location", "eu", "--steering-url", web)
+			conn, err := bus.Connect(bus.Options{URLs: nats.ClientURL(), Name: "orch"}, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(conn.Close)
+			cpCtx, stopCP := context.WithCancel(context.Background())
+			var cpWG sync.WaitGroup
+			cpWG.Add(1)
+			go func() {
+				defer cpWG.Done()
+				_ = runControlPlane(cpCtx, controlPlane{graph: g, geo: db, conn: conn, ln: ln, id: "orch", threshold: 1, devIP: true, log: log})
+			}()
+			t.Cleanup(func() { stopCP(); cpWG.Wait() })
+			upstream := "rtmp://" + primary.rtmp
+			na := startProcRelay(t, "relay-na", "na", upstream, nats.ClientURL(), web)
+			as := startProcRelay(t, "relay-as", "as", upstream, nats.ClientURL(), web)
+			c := rdClient{t: t, ctx: ctx, web: web}
+			c.waitRelaysUp(2)
+			stream := "live/steer" + tc.player
+			startPublisher(t, "rtmp://"+primary.rtmp+"/"+stream, 140*time.Second, 1000)
+			waitLive(t, primary, "live", "steer"+tc.player)
+			c.buildDemand(stream, []string{ipUS, ipJP}, "relay-na", "relay-as")
+
+			// The other servers have viewers of their own (their packagers
+			// are warm, as on a relay that serves anybody).
+			actx, stopAudience := context.WithCancel(ctx)
+			defer stopAudience()
+			file := "/hls/" + stream + "/index.m3u8"
+			if tc.proto == "dash" {
+				file = "/dash/" + stream + "/manifest.mpd"
+			}
+			go httpAudience(actx, "http://"+as.http+file)
+			go httpAudience(actx, "http://"+primary.http+file)
+
+			// The kill: SIGKILL relay-na, then time the redirector.
+			var killedAt time.Time
+			outOfRotation := make(chan time.Duration, 1)
+			killSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				na.kill()
+				killedAt = time.Now()
+				go func() {
+					for time.Since(killedAt) < 10*time.Second {
+						var ch redirector.Choice
+						if c.getJSON("/play/"+stream+"?proto="+tc.proto+"&ip="+ipUS, &ch) == nil && ch.Relay != "relay-na" {
+							outOfRotation <- time.Since(killedAt)
+							return
+						}
+						time.Sleep(50 * time.Millisecond)
+					}
+					outOfRotation <- -1
+				}()
+				fmt.Fprintln(w, "killed")
+			})}
+			kln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go killSrv.Serve(kln)
+			defer killSrv.Close()
+
+			url := web + "/play/" + stream + "?proto=" + tc.proto + "&ip=" + ipUS
+			cmd := exec.CommandContext(ctx, "node", filepath.Join(root, "topology", "redirector", "browser", "failover.mjs"),
+				"--url", url, "--kill-url", "http://"+kln.Addr().String()+"/kill", "--player", tc.player,
+				"--chromium", chromium, "--config", tc.config, "--play", "6", "--after", "15")
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			t.Logf("%s", out)
+			var r failoverRun
+			if jerr := json.Unmarshal(out, &r); jerr != nil {
+				t.Fatalf("failover.mjs: %v, %v\n%s", err, jerr, stderr.String())
+			}
+			if !r.OK || r.StartError != "" || r.Play == nil || r.After == nil {
+				t.Fatalf("failover.mjs: %s %s; errors %v\n%s", r.Error, r.StartError, r.Errors, stderr.String())
+			}
+			if r.Media.Before[na.http] == 0 {
+				t.Fatalf("the player did not play from relay-na first: %v", r.Media.Before)
+			}
+			moved := false
+			for host, n := range r.Media.After {
+				if host != na.http && n > 0 {
+					moved = true
+				}
+			}
+			if !moved {
+				t.Errorf("after the kill the player fetched from %v only", r.Media.After)
+			}
+			t.Logf("after the kill: longest stall %d ms, advanced %.1f s in %.0f s; requests %v", r.After.MaxStallMs, r.After.Advanced, r.After.Seconds, r.Media.After)
+			if r.After.MaxStallMs > 3000 {
+				t.Errorf("playback stalled %d ms after the relay died, want ≤ 3000", r.After.MaxStallMs)
+			}
+			if r.After.Advanced < r.After.Seconds/2 {
+				t.Errorf("after the kill currentTime advanced %.1f s in %.0f s", r.After.Advanced, r.After.Seconds)
+			}
+			switch d := <-outOfRotation; {
+			case d < 0:
+				t.Errorf("the redirector still names relay-na 10 s after its death")
+			case d > 3*time.Second:
+				t.Errorf("the redirector named relay-na for %v after its death, want ≤ 3 s", d)
+			default:
+				t.Logf("the redirector stopped naming relay-na %v after its death", d.Round(time.Millisecond))
+			}
+			var sm redirector.SteeringManifest
+			if err := c.getJSON("/steer/"+tc.proto+"/"+stream+"?base=relay-na", &sm); err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(append(sm.PathwayPriority, sm.ServicePriority...), "relay-na") {
+				t.Errorf("the steering answer still names relay-na: %+v", sm)
+			}
+		})
+	}
+}
