@@ -196,3 +196,17 @@ func TestAliveAndProtocols(t *testing.T) {
 		t.Fatal("negative protocol viewers accepted")
 	}
 }
+
+// TestAliveSize: a heartbeat and its subject stay around 100 bytes (the
+// bus budget in docs/operations.md counts on it).
+func TestAliveSize(t *testing.T) {
+	id := "relay-eu-west-01"
+	subj, _ := AliveSubject(id)
+	data, _ := Encode(Alive{ID: id, Time: time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)})
+	// "PUB <subject> <size>\r\n<payload>\r\n"
+	wire := len("PUB ") + len(subj) + len(" 00\r\n") + len(data) + len("\r\n")
+	t.Logf("heartbeat: %d bytes of payload, %d on the wire", len(data), wire)
+	if wire > 128 {
+		t.Errorf("heartbeat takes %d bytes on the wire", wire)
+	}
+}
