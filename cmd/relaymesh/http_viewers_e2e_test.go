@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -170,5 +171,31 @@ func TestHTTPViewersKeepRelaysOpen(t *testing.T) {
 	waitFor(t, "the playlist to move on", 15*time.Second, func() bool { s := lastSegment(); return s != "" && s != first })
 	if v, ok := streamView(t, relayHTTP["relay-na"], stream); !ok || !v.Live {
 		t.Errorf("relay-na does not pull %s again: %+v", stream, v)
+	}
+}
+
+// TestDASHThroughRedirector: ffmpeg plays a stream's DASH through the
+// redirector's /play, from an MPD with relative URLs (no steering here),
+// and HLS the same way.
+func TestDASHThroughRedirector(t *testing.T) {
+	requireTool(t, "ffmpeg")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	m := startTestMesh(t)
+	ctl := m.startControl(ctx, "orch")
+	c := ctl.web
+	mv := c.waitRelaysUp(4)
+	const stream = "live/viaplay"
+	startPublisher(t, "rtmp://"+m.primary+"/"+stream, 40*time.Second, 400)
+	waitLiveAt(t, mv.Primary.HTTPURL, stream)
+	for _, proto := range []string{"dash", "hls"} {
+		url := c.web + "/play/" + stream + "?proto=" + proto + "&ip=" + ipDE
+		fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
+		cmd := exec.CommandContext(fctx, "ffmpeg", "-hide_banner", "-loglevel", "error", "-i", url, "-t", "3", "-f", "null", "-")
+		out, err := cmd.CombinedOutput()
+		fcancel()
+		if err != nil {
+			t.Errorf("ffmpeg %s through /play: %v\n%s", proto, err, out)
+		}
 	}
 }

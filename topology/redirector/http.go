@@ -114,6 +114,10 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "bad stream name", http.StatusBadRequest)
 		return
 	}
+	if isMediaFile(name) {
+		r.subresource(w, req, app, name)
+		return
+	}
 	proto := req.URL.Query().Get("proto")
 	switch proto {
 	case "":
@@ -204,7 +208,9 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 	}
 	token, err := placement.Sign(r.cfg.TokenKey, placement.Claims{Server: srv.ID, Stream: stream, Expires: now.Add(r.cfg.TokenTTL)})
 	if err == nil {
-		http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: token, Path: "/play/" + app + "/" + name,
+		// Path /play/{app}/: the token also comes with the files a DASH
+		// client resolves against /play/{app}/{name} (subresource.go).
+		http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: token, Path: "/play/" + app + "/",
 			MaxAge: int(r.cfg.TokenTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	}
 	w.Header().Set("Cache-Control", "no-store")
