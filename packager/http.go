@@ -152,10 +152,11 @@ func (p *Packager) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	n := st.viewers.touch(viewerKey(r), p.now())
+	key, now := viewerKey(r), p.now()
+	n := st.viewers.touch(key, now)
 	p.m.viewers.WithLabelValues(app, name).Set(float64(n))
 	aud = st.audience
-	aud.touch(protoIndex(proto), viewerKey(r), p.now())
+	aud.touch(protoIndex(proto), key, now)
 	st.serve(sw, r, req)
 }
 
