@@ -83,7 +83,8 @@ type failoverRun struct {
 		Before map[string]int `json:"before"`
 		After  map[string]int `json:"after"`
 	} `json:"media"`
-	Steering []string `json:"steering"`
+	Steering     []string `json:"steering"`
+	MovedAfterMs int      `json:"movedAfterMs"`
 }
 
 // TestSteeringFailover: a primary, two relays as processes of their own
@@ -108,14 +109,19 @@ func TestSteeringFailover(t *testing.T) {
 	// addresses, the player's move and stall are checked for hls.js only
 	// and logged for dash.js; the redirector and steering checks hold for
 	// both (docs/hls-dash.md#content-steering).
+	// A drain instead of the kill: the relay keeps serving, the steering
+	// answer drops it at once, and hls.js moves at its next steering
+	// reload (TTL 5 s) without a stall.
 	for _, tc := range []struct {
-		player, proto, config string
-		checkStall            bool
+		name, player, proto, config string
+		checkStall                  bool
+		drain                       bool
 	}{
-		{"hls", "hls", `{}`, true},
-		{"dash", "dash", `{}`, false},
+		{"hls", "hls", "hls", `{}`, true, false},
+		{"dash", "dash", "dash", `{}`, false, false},
+		{"hls-drain", "hls", "hls", `{}`, true, true},
 	} {
-		t.Run(tc.player, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 			defer cancel()
 			g, err := graph.DevWorld()
@@ -156,9 +162,9 @@ func TestSteeringFailover(t *testing.T) {
 			as := startProcRelay(t, "relay-as", "as", upstream, nats.ClientURL(), web)
 			c := rdClient{t: t, ctx: ctx, web: web}
 			c.waitRelaysUp(2)
-			stream := "live/steer" + tc.player
+			stream := "live/steer" + strings.ReplaceAll(tc.name, "-", "")
 			startPublisher(t, "rtmp://"+primary.rtmp+"/"+stream, 140*time.Second, 1000)
-			waitLive(t, primary, "live", "steer"+tc.player)
+			waitLive(t, primary, "live", strings.TrimPrefix(stream, "live/"))
 			c.buildDemand(stream, []string{ipUS, ipJP}, "relay-na", "relay-as")
 
 			// The other servers have viewers of their own (their packagers
@@ -176,7 +182,13 @@ func TestSteeringFailover(t *testing.T) {
 			var killedAt time.Time
 			outOfRotation := make(chan time.Duration, 1)
 			killSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-				na.kill()
+				if tc.drain {
+					if _, err := conn.Request(ctx, "relay-na", bus.Command{Op: bus.OpDrain, Reason: "test"}); err != nil {
+						t.Errorf("drain: %v", err)
+					}
+				} else {
+					na.kill()
+				}
 				killedAt = time.Now()
 				go func() {
 					for time.Since(killedAt) < 10*time.Second {
@@ -206,7 +218,7 @@ func TestSteeringFailover(t *testing.T) {
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
 			t.Logf("%s", out)
-			var r failoverRun
+			r := failoverRun{MovedAfterMs: -1} // absent: never moved
 			if jerr := json.Unmarshal(out, &r); jerr != nil {
 				t.Fatalf("failover.mjs: %v, %v\n%s", err, jerr, stderr.String())
 			}
@@ -226,6 +238,12 @@ func TestSteeringFailover(t *testing.T) {
 				t.Errorf("after the kill the player fetched from %v only", r.Media.After)
 			}
 			t.Logf("after the kill: longest stall %d ms, advanced %.1f s in %.0f s; requests %v", r.After.MaxStallMs, r.After.Advanced, r.After.Seconds, r.Media.After)
+			if tc.drain {
+				t.Logf("moved %d ms after the drain", r.MovedAfterMs)
+				if r.MovedAfterMs < 0 || r.MovedAfterMs > 7000 {
+					t.Errorf("the player moved off the draining relay %d ms after the drain, want within the steering TTL (5 s) and 2 s", r.MovedAfterMs)
+				}
+			}
 			if !tc.checkStall {
 				t.Logf("%s: move and stall not checked (see above); moved %v; errors %v", tc.player, moved, r.Errors)
 			} else {
@@ -236,7 +254,11 @@ func TestSteeringFailover(t *testing.T) {
 					t.Errorf("after the kill currentTime advanced %.1f s in %.0f s", r.After.Advanced, r.After.Seconds)
 				}
 			}
-			switch d := <-outOfRotation; {
+			d := <-outOfRotation
+			if tc.drain && d > time.Second {
+				t.Errorf("the redirector named the draining relay-na for %v", d)
+			}
+			switch {
 			case d < 0:
 				t.Errorf("the redirector still names relay-na 10 s after its death")
 			case d > 3*time.Second:

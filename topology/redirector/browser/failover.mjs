@@ -4,7 +4,9 @@
 // currentTime advanced --play seconds, then watches for --after seconds and
 // prints one JSON object: startup, the longest stall after the kill, how far
 // currentTime advanced, and the servers (host:port) the page fetched media
-// from before and after the kill. It judges nothing: the Go test does.
+// from before and after the kill, and how long after it the first request
+// went to another server (movedAfterMs). "Kill" is whatever the test does
+// at --kill-url (a SIGKILL, a drain). It judges nothing: the Go test does.
 //
 //   node topology/redirector/browser/failover.mjs --url URL --kill-url URL
 //       [--player hls|dash] [--play 6] [--after 15] [--config '{}'] [--console page.log]
@@ -111,6 +113,8 @@ try {
   }
   // Media requests by server, before and after the kill.
   let killed = false;
+  let killedAt = 0;
+  let firstHost = '';
   const media = { before: {}, after: {} };
   const steering = [];
   page.on('request', (r) => {
@@ -122,6 +126,9 @@ try {
     if (!/^\/(hls|dash)\//.test(u.pathname)) return;
     const m = killed ? media.after : media.before;
     m[u.host] = (m[u.host] || 0) + 1;
+    if (!firstHost) firstHost = u.host;
+    // ms from the kill to the first media request to another server
+    if (killed && u.host !== firstHost && result.movedAfterMs === undefined) result.movedAfterMs = Date.now() - killedAt;
   });
   await page.goto(pageURL, { timeout: 15000 });
   const sample = () => page.evaluate(() => window.sample());
@@ -151,6 +158,7 @@ try {
     const play = await watch(playSec * 2 + 10, (s, w) => s.currentTime - w.from >= playSec);
     result.play = { advanced: play.to - play.from, maxStallMs: play.maxStallMs };
     killed = true;
+    killedAt = Date.now();
     const resp = await fetch(opt['kill-url']);
     result.killAnswer = resp.status + ' ' + (await resp.text()).trim();
     const after = await watch(afterSec);
