@@ -25,7 +25,9 @@ func (r *Redirector) liveLocked(rs *relayState, now time.Time) bool {
 	if now.Sub(rs.at) > r.cfg.StatusTTL {
 		return false
 	}
-	return rs.alive.IsZero() || now.Sub(rs.alive) <= r.cfg.AliveTimeout
+	// Heartbeats missed while the bus was away do not count: after a
+	// reconnection they get AliveTimeout to come back.
+	return rs.alive.IsZero() || now.Sub(rs.alive) <= r.cfg.AliveTimeout || now.Sub(r.busSince) <= r.cfg.AliveTimeout
 }
 
 func (r *Redirector) onAliveMsg(m *nats.Msg) {

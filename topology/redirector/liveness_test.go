@@ -110,3 +110,28 @@ func relayIndex(mv MeshView, id string) int {
 	}
 	return -1
 }
+
+// After the bus comes back, relays are not taken out for the heartbeats
+// they could not send while it was away.
+func TestLivenessGraceAfterReconnect(t *testing.T) {
+	r := steerMesh(t)
+	id, _ := r.mesh.ServerByID("relay-as")
+	t0 := time.Now()
+	r.onAlive(bus.Alive{ID: "relay-as", Time: t0}, t0)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rs := r.relays[id]
+	// Connected since long before: 3 s without a heartbeat is down.
+	r.busSince = t0.Add(-time.Minute)
+	if r.liveLocked(rs, t0.Add(3*time.Second)) {
+		t.Fatal("a relay silent for 3 s is up")
+	}
+	// Reconnected 1 s ago after a 5 s outage: still up for now.
+	r.busSince = t0.Add(5 * time.Second)
+	if !r.liveLocked(rs, t0.Add(6*time.Second)) {
+		t.Fatal("a relay taken down for heartbeats lost with the bus")
+	}
+	if r.liveLocked(rs, t0.Add(8*time.Second)) {
+		t.Fatal("a relay still silent 3 s after the reconnection is up")
+	}
+}

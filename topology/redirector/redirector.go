@@ -112,6 +112,7 @@ type Redirector struct {
 	mu         sync.RWMutex
 	relays     map[placement.ServerID]*relayState
 	placements map[string]bus.Placement // by app/name
+	busSince   time.Time                // connected to the bus since (liveness.go)
 
 	dmu     sync.Mutex
 	demand  map[demandKey]demandVal
@@ -309,11 +310,16 @@ func (r *Redirector) onStatus(s bus.Status) {
 // expire marks relays down that went silent while the bus is connected
 // (with the bus away, the last known state stands).
 func (r *Redirector) expire(now time.Time) {
-	if r.conn == nil || !r.conn.NC.IsConnected() {
-		return
-	}
+	connected := r.conn != nil && r.conn.NC.IsConnected()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !connected {
+		r.busSince = time.Time{}
+		return
+	}
+	if r.busSince.IsZero() {
+		r.busSince = now // heartbeats get AliveTimeout to come back
+	}
 	for id, rs := range r.relays {
 		if rs.up && !r.liveLocked(rs, now) && id != r.mesh.Primary() {
 			rs.up = false
