@@ -69,8 +69,10 @@ func TestLiveness(t *testing.T) {
 		return func() { close(quit); <-ended }
 	}
 
-	// Killed: the heartbeats stop, the status stays in the bucket.
+	// Killed: the heartbeats stop, the status stays in the bucket. (First
+	// past the grace a freshly connected redirector gives heartbeats.)
 	stop := start()
+	time.Sleep(r.cfg.AliveTimeout)
 	stop()
 	killed := time.Now()
 	waitFor(t, "the dead relay out of rotation", func() bool { return choice(t, h, tokyo).Relay != "relay-as" })
