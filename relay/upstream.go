@@ -203,6 +203,17 @@ func (u *Upstream) Hold(ctx context.Context, app, name, parent string) error {
 	}
 }
 
+// PullDone returns a channel closed when the running pull of app/name ends
+// (released, lingered out, refused), or nil when none runs.
+func (u *Upstream) PullDone(app, name string) <-chan struct{} {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if p := u.pulls[app+"/"+name]; p != nil {
+		return p.done
+	}
+	return nil
+}
+
 // Release ends a pull (held or not) now.
 func (u *Upstream) Release(app, name string) {
 	u.mu.Lock()

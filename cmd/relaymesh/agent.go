@@ -33,7 +33,7 @@ func startAgent(ctx context.Context, cfg config.Config, n *node, id, location st
 		return nil, err
 	}
 	ag, err := agent.New(agent.Config{ID: id, Location: location, RTMP: rtmpAddr, HTTP: httpAddr,
-		CapacityViewers: cfg.Capacity.Viewers, CapacityMbps: cfg.Capacity.Mbps}, conn, agent.HubStats(n.hubs), puller, log)
+		CapacityViewers: cfg.Capacity.Viewers, CapacityMbps: cfg.Capacity.Mbps}, conn, n.stats(), puller, log)
 	if err != nil {
 		conn.Close()
 		return nil, err

@@ -193,10 +193,15 @@ func devMain(ctx context.Context, args []string, out io.Writer, ready func(httpA
 		}()
 	}
 
+	// Every server's playlists name the redirector (the last listener) for
+	// content steering.
+	steerURL := "http://" + lns[len(lns)-1].ln.Addr().String()
+
 	// Primary, open for publishing, with an agent so its real address is known.
 	ps := g.Servers()[g.Primary()]
 	pn := devNode(cfg, ps, log.With("role", "primary"), free[0].ln, free[1].ln)
 	free = free[2:]
+	pn.cfg.HLS.SteeringURL = steerURL
 	in := ingest.New(ingest.Config{Auth: ingest.Auth{Open: true}}, pn.hubs, pn.log)
 	// Shared objects and RPC, persistent objects in the bus's bucket, as a
 	// primary with --nats keeps them.
@@ -230,6 +235,7 @@ func devMain(ctx context.Context, args []string, out io.Writer, ready func(httpA
 		free = free[2:]
 		addrs.relays = append(addrs.relays, devServer{s.ID, n.rtmpLn.Addr().String(), n.httpLn.Addr().String()})
 		n.cfg.Relay.Upstream = "rtmp://" + primaryRTMP
+		n.cfg.HLS.SteeringURL = steerURL
 		up, err := relay.NewUpstream(ctx, relay.UpstreamConfig{URL: n.cfg.Relay.Upstream, RelayID: s.ID, Conn: connConfig(n.cfg.RTMP)}, n.hubs, n.log)
 		if err != nil {
 			return err
@@ -297,7 +303,7 @@ func devAgent(ctx context.Context, spawn func(string, func() error), connect fun
 		return err
 	}
 	a, err := agent.New(agent.Config{ID: s.ID, Location: s.Location, RTMP: n.rtmpLn.Addr().String(), HTTP: n.httpLn.Addr().String(),
-		CapacityViewers: s.CapacityViewers, CapacityMbps: s.CapacityMbps}, conn, agent.HubStats(n.hubs), p, n.log)
+		CapacityViewers: s.CapacityViewers, CapacityMbps: s.CapacityMbps}, conn, n.stats(), p, n.log)
 	if err != nil {
 		conn.Close()
 		return err

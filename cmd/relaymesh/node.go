@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/relaymesh/relaymesh/internal/config"
@@ -14,6 +15,7 @@ import (
 	"github.com/relaymesh/relaymesh/internal/rtmpcount"
 	"github.com/relaymesh/relaymesh/packager"
 	"github.com/relaymesh/relaymesh/relay"
+	"github.com/relaymesh/relaymesh/relay/agent"
 	"github.com/relaymesh/relaymesh/relay/hub"
 )
 
@@ -50,6 +52,8 @@ type node struct {
 	server *relay.Server
 	src    packager.Source
 	pkg    *packager.Packager
+	pkgRef atomic.Pointer[packager.Packager] // pkg, for readers on other goroutines (audience.go)
+	id     string                            // server id: the steering pathway (default cfg.Relay.ID)
 }
 
 // packagerConfig maps the config file's hls section.
@@ -111,7 +115,10 @@ func newNodeOn(cfg config.Config, log *slog.Logger, rtmpLn, httpLn net.Listener)
 	if err := n.hubs.RegisterMetrics(n.http.Registry); err != nil {
 		panic("relaymesh: hub metrics: " + err.Error()) // a fresh registry: names collide only by a bug
 	}
-	n.http.Mux.Handle("GET /api/v1/streams", relay.StreamsHandler(n.hubs))
+	n.http.Mux.Handle("GET /api/v1/streams", relay.StreamsHandler(n.hubs, n.httpAudience))
+	if err := n.http.Registry.Register(agent.ViewersCollector(n.stats())); err != nil {
+		panic("relaymesh: viewer metrics: " + err.Error()) // a fresh registry: names collide only by a bug
+	}
 	// Primaries serve HLS/DASH of what is published here; a relay replaces
 	// the source with one that pulls from upstream first (setPackagerSource).
 	n.src = packager.HubSource{Registry: n.hubs}
@@ -133,10 +140,12 @@ func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 	if err != nil {
 		return err
 	}
+	pc.Steering = steering(n.cfg.HLS.SteeringURL, n.serverID())
 	if n.pkg, err = packager.New(n.src, pc); err != nil {
 		return err
 	}
 	defer n.pkg.Close()
+	n.pkgRef.Store(n.pkg)
 	n.http.Mux.Handle("/hls/", n.pkg.Handler())
 	n.http.Mux.Handle("/dash/", n.pkg.Handler())
 	httpCtx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))

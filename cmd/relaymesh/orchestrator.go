@@ -149,6 +149,7 @@ func orchestratorFlags(cfg *config.Config) *cmdFlags {
 	c.String(&o.TokenSecret, "token-secret", "orchestrator.token_secret", "key that signs sticky tokens; share it between redirectors (default random)")
 	c.Bool(&o.DevIP, "dev-ip", "orchestrator.dev_ip", "honour ?ip=ADDR on /play (development only)")
 	c.String(&o.OverflowURL, "overflow-url", "orchestrator.overflow_url", "external CDN URL prefix for HLS/DASH viewers when every server is full (e.g. https://cdn.example.net)")
+	c.Duration(&o.SteeringTTL, "steering-ttl", "orchestrator.steering_ttl", "TTL of content steering answers: how soon HLS/DASH players following steering leave a draining relay (default 5s)")
 	bindLog(c)
 	return c
 }
@@ -182,7 +183,7 @@ func runOrchestrator(ctx context.Context, args []string) error {
 		return fmt.Errorf("http listen: %w", err)
 	}
 	return runControlPlane(ctx, controlPlane{graph: g, geo: db, conn: conn, ln: ln, id: o.ID, trusted: tp,
-		tokenKey: []byte(o.TokenSecret), threshold: o.Threshold, devIP: o.DevIP, overflowURL: o.OverflowURL, log: log})
+		tokenKey: []byte(o.TokenSecret), threshold: o.Threshold, devIP: o.DevIP, overflowURL: o.OverflowURL, steeringTTL: o.SteeringTTL, log: log})
 }
 
 // controlPlane is an orchestrator with its redirector on one HTTP listener.
@@ -198,6 +199,7 @@ type controlPlane struct {
 	devIP     bool
 	// overflowURL: HLS/DASH viewers spill here when every server is full.
 	overflowURL string
+	steeringTTL time.Duration // 0: the redirector's default
 	log         *slog.Logger
 }
 
@@ -207,7 +209,7 @@ func runControlPlane(ctx context.Context, cp controlPlane) error {
 		return err
 	}
 	r, err := redirector.New(redirector.Config{ID: cp.id, Graph: cp.graph, Geo: cp.geo, TokenKey: cp.tokenKey,
-		TrustedProxies: cp.trusted, DevIP: cp.devIP, Bonus: bonusAdapter(o), OverflowURL: cp.overflowURL}, cp.conn, cp.log)
+		TrustedProxies: cp.trusted, DevIP: cp.devIP, Bonus: bonusAdapter(o), OverflowURL: cp.overflowURL, SteeringTTL: cp.steeringTTL}, cp.conn, cp.log)
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,7 @@ func runPrimary(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	n.id = cfg.Primary.ID
 	in := ingest.New(ingest.Config{
 		Auth:     ingest.Auth{Keys: cfg.Publish.Keys, TokenSecret: cfg.Publish.TokenSecret, Open: cfg.Publish.Open},
 		Takeover: cfg.Publish.Takeover,

@@ -80,6 +80,10 @@ func pullingSource(hubs *hub.Registry, up *relay.Upstream) packager.Source {
 		if err := up.Ensure(ctx, app, name, ""); err != nil {
 			return nil, fmt.Errorf("%s/%s: %w (%v)", app, name, packager.ErrNotFound, err)
 		}
-		return hubSrc.Subscribe(ctx, app, name)
+		sub, err := hubSrc.Subscribe(ctx, app, name)
+		if err != nil {
+			return nil, err
+		}
+		return followPull(sub, up, app, name), nil
 	})
 }

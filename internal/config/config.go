@@ -81,6 +81,9 @@ type Orchestrator struct {
 	Threshold      float64 `yaml:"threshold"`       // demand bonus that opens a relay (0 = 50)
 	DevIP          bool    `yaml:"dev_ip"`          // honour ?ip=ADDR on /play (development only)
 	OverflowURL    string  `yaml:"overflow_url"`    // CDN URL prefix for HLS/DASH viewers when every server is full
+	// SteeringTTL is the TTL of content steering answers: how soon HLS/DASH
+	// players following steering leave a draining relay (0 = 5s).
+	SteeringTTL time.Duration `yaml:"steering_ttl"`
 }
 
 // Dev configures the development mesh (relaymesh dev). Its primary listens
@@ -109,6 +112,11 @@ type HLS struct {
 	PartTarget time.Duration `yaml:"part_target"`
 	// SegmentCount is the number of segments in playlists (default 7).
 	SegmentCount int `yaml:"segment_count"`
+	// SteeringURL is the base URL of the redirector (e.g.
+	// http://play.example.net): playlists and manifests then name its
+	// content steering service, with this server's id as the pathway.
+	// Empty (the default): no steering.
+	SteeringURL string `yaml:"steering_url"`
 }
 
 // Log configures structured logging.
