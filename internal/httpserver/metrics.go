@@ -53,12 +53,12 @@ func newDurations() *prometheus.HistogramVec {
 
 // instrument measures every request served by mux. The route label is the
 // pattern that matched (bounded by the routes mounted), never the path.
-func instrument(mux *http.ServeMux, h *prometheus.HistogramVec) http.Handler {
+func instrument(next http.Handler, h *prometheus.HistogramVec) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
-		mux.ServeHTTP(sw, r)
-		route := r.Pattern // set by the mux on the request it served
+		next.ServeHTTP(sw, r)
+		route := r.Pattern // set by the mux on the request it served (middleware in front passes r on)
 		if route == "" {
 			route = "unmatched"
 		}
