@@ -15,9 +15,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/relaymesh/relaymesh/loadtest/proc"
 	"github.com/relaymesh/relaymesh/loadtest/swarm"
 )
 
@@ -205,7 +205,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		pids func() []int
 	}{
 		{"relaymesh", relayRTMP, func() []int { return []int{relay.Process.Pid} }},
-		{"nginx-rtmp", nginxRTMP, func() []int { return append([]int{nginx.Process.Pid}, children(nginx.Process.Pid)...) }},
+		{"nginx-rtmp", nginxRTMP, func() []int { return append([]int{nginx.Process.Pid}, proc.Children(nginx.Process.Pid)...) }},
 	}
 	for _, n := range cfg.Viewers {
 		byServer := map[string]Result{}
@@ -277,13 +277,13 @@ func measure(ctx context.Context, cfg Config, name, url string, n int, pids func
 	if _, err := swarm.Run(ctx, swarm.Config{URL: url, Viewers: 1, Duration: 3 * time.Second}); err != nil {
 		return Result{}, err
 	}
-	cpu0 := cpuSeconds(pids())
+	cpu0 := proc.CPUSeconds(pids())
 	sr, err := swarm.Run(ctx, swarm.Config{URL: url, Viewers: n, Ramp: 5 * time.Second, Duration: cfg.Duration, Progress: cfg.Progress})
 	if err != nil {
 		return Result{}, err
 	}
-	rss := rssMiB(pids())
-	cpu := cpuSeconds(pids()) - cpu0
+	rss := proc.RSSMiB(pids())
+	cpu := proc.CPUSeconds(pids()) - cpu0
 	wall := sr.Elapsed
 	r := Result{
 		Server: name, Viewers: n, Connected: sr.Connected, CPUSeconds: cpu, RSSMiB: rss,
@@ -307,58 +307,4 @@ func measure(ctx context.Context, cfg Config, name, url string, n int, pids func
 		r.MeanFramesPerSec = frames / float64(sr.Connected) / cfg.Duration.Seconds()
 	}
 	return r, nil
-}
-
-// cpuSeconds sums user and system time of processes from /proc/PID/stat.
-func cpuSeconds(pids []int) float64 {
-	const hz = 100 // USER_HZ on Linux
-	var total float64
-	for _, pid := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		// Fields after the command name, which is in parentheses.
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		if len(f) > 12 {
-			u, _ := strconv.ParseFloat(f[11], 64)
-			sy, _ := strconv.ParseFloat(f[12], 64)
-			total += (u + sy) / hz
-		}
-	}
-	return total
-}
-
-// rssMiB sums VmRSS of processes.
-func rssMiB(pids []int) float64 {
-	var kb float64
-	for _, pid := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(line, "VmRSS:") {
-				v, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
-				kb += v
-			}
-		}
-	}
-	return kb / 1024
-}
-
-// children lists the child processes of pid (nginx's workers).
-func children(pid int) []int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
 }
