@@ -1,7 +1,10 @@
 package httpswarm
 
 import (
+	"bytes"
+	"encoding/xml"
 	"fmt"
+	"io"
 	"net/url"
 	"sort"
 	"strconv"
@@ -34,31 +37,101 @@ type dashSeg struct {
 	Init  string // the initialization segment of its Period
 }
 
+// The MPD elements a player needs, decoded with the standard library.
+type xmlMPD struct {
+	XMLName                    xml.Name    `xml:"MPD"`
+	Type                       string      `xml:"type,attr"`
+	AvailabilityStartTime      string      `xml:"availabilityStartTime,attr"`
+	MinimumUpdatePeriod        string      `xml:"minimumUpdatePeriod,attr"`
+	SuggestedPresentationDelay string      `xml:"suggestedPresentationDelay,attr"`
+	BaseURLs                   []string    `xml:"BaseURL"`
+	Periods                    []xmlPeriod `xml:"Period"`
+}
+
+type xmlPeriod struct {
+	ID              string     `xml:"id,attr"`
+	Start           string     `xml:"start,attr"`
+	BaseURLs        []string   `xml:"BaseURL"`
+	SegmentTemplate *xmlTmpl   `xml:"SegmentTemplate"`
+	AdaptationSets  []xmlAdapt `xml:"AdaptationSet"`
+}
+
+type xmlAdapt struct {
+	ContentType     string    `xml:"contentType,attr"`
+	MimeType        string    `xml:"mimeType,attr"`
+	BaseURLs        []string  `xml:"BaseURL"`
+	SegmentTemplate *xmlTmpl  `xml:"SegmentTemplate"`
+	Representations []xmlRepr `xml:"Representation"`
+}
+
+type xmlRepr struct {
+	ID              string   `xml:"id,attr"`
+	Bandwidth       uint32   `xml:"bandwidth,attr"`
+	MimeType        string   `xml:"mimeType,attr"`
+	BaseURLs        []string `xml:"BaseURL"`
+	SegmentTemplate *xmlTmpl `xml:"SegmentTemplate"`
+}
+
+type xmlTmpl struct {
+	Media                  string       `xml:"media,attr"`
+	Initialization         string       `xml:"initialization,attr"`
+	Timescale              *uint64      `xml:"timescale,attr"`
+	PresentationTimeOffset uint64       `xml:"presentationTimeOffset,attr"`
+	StartNumber            *uint64      `xml:"startNumber,attr"`
+	Duration               uint64       `xml:"duration,attr"`
+	Timeline               *xmlTimeline `xml:"SegmentTimeline"`
+}
+
+type xmlTimeline struct {
+	S []xmlS `xml:"S"`
+}
+
+type xmlS struct {
+	T *uint64 `xml:"t,attr"`
+	D uint64  `xml:"d,attr"`
+	R int64   `xml:"r,attr"`
+}
+
+func isoDuration(s, what string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := mpd.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%w: manifest: %s %q", errParse, what, s)
+	}
+	return d, nil
+}
+
 // parseMPD reads an MPD fetched from base; now places segments of a
 // template without a timeline.
 func parseMPD(base *url.URL, body []byte, now time.Time) (*dashModel, error) {
 	if len(body) > maxPlaylistBytes {
 		return nil, fmt.Errorf("%w: manifest of %d bytes", errParse, len(body))
 	}
-	m, err := mpd.MPDFromBytes(body)
-	if err != nil {
+	if err := wellFormed(body); err != nil {
+		return nil, err
+	}
+	var m xmlMPD
+	if err := xml.Unmarshal(body, &m); err != nil {
 		return nil, fmt.Errorf("%w: manifest: %v", errParse, err)
 	}
 	if len(m.Periods) > 100 {
 		return nil, fmt.Errorf("%w: %d periods", errParse, len(m.Periods))
 	}
-	dm := &dashModel{Dynamic: m.GetType() == "dynamic"}
-	if m.MinimumUpdatePeriod != nil {
-		dm.UpdatePeriod = time.Duration(*m.MinimumUpdatePeriod)
+	dm := &dashModel{Dynamic: m.Type == "dynamic"}
+	var err error
+	if dm.UpdatePeriod, err = isoDuration(m.MinimumUpdatePeriod, "minimumUpdatePeriod"); err != nil {
+		return nil, err
 	}
-	if m.SuggestedPresentationDelay != nil {
-		dm.Delay = time.Duration(*m.SuggestedPresentationDelay)
+	if dm.Delay, err = isoDuration(m.SuggestedPresentationDelay, "suggestedPresentationDelay"); err != nil {
+		return nil, err
 	}
 	var ast time.Time
 	if m.AvailabilityStartTime != "" {
-		ast, _ = time.Parse(time.RFC3339Nano, string(m.AvailabilityStartTime))
+		ast, _ = time.Parse(time.RFC3339Nano, m.AvailabilityStartTime)
 	}
-	mbase, err := baseOf(base, m.BaseURL)
+	mbase, err := baseOf(base, m.BaseURLs)
 	if err != nil {
 		return nil, err
 	}
@@ -71,15 +144,16 @@ func parseMPD(base *url.URL, body []byte, now time.Time) (*dashModel, error) {
 		if err != nil {
 			return nil, err
 		}
-		var pstart float64
-		if p.Start != nil {
-			pstart = time.Duration(*p.Start).Seconds()
+		ps, err := isoDuration(p.Start, "Period@start")
+		if err != nil {
+			return nil, err
 		}
+		pstart := ps.Seconds()
 		if len(p.AdaptationSets) > 100 {
 			return nil, fmt.Errorf("%w: %d adaptation sets", errParse, len(p.AdaptationSets))
 		}
 		for _, as := range p.AdaptationSets {
-			kind := kindOf(as)
+			kind := kindOf(&as)
 			if kind == "" {
 				continue
 			}
@@ -103,9 +177,9 @@ func parseMPD(base *url.URL, body []byte, now time.Time) (*dashModel, error) {
 					st = p.SegmentTemplate
 				}
 				if st == nil {
-					return nil, fmt.Errorf("%w: representation %q has no SegmentTemplate (only templates are played)", errParse, r.Id)
+					return nil, fmt.Errorf("%w: representation %q has no SegmentTemplate (only templates are played)", errParse, r.ID)
 				}
-				list, init, err := templateSegments(rbase, st, r, pstart, ast, now, maxEntries-segs)
+				list, init, err := templateSegments(rbase, st, r.ID, r.Bandwidth, pstart, ast, now, maxEntries-segs)
 				if err != nil {
 					return nil, err
 				}
@@ -114,11 +188,11 @@ func parseMPD(base *url.URL, body []byte, now time.Time) (*dashModel, error) {
 				if kind == "audio" {
 					reps, order = audio, &aOrder
 				}
-				dr := reps[r.Id]
+				dr := reps[r.ID]
 				if dr == nil {
-					dr = &dashRep{variant: variant{Name: r.Id, Bandwidth: int(r.Bandwidth)}}
-					reps[r.Id] = dr
-					*order = append(*order, r.Id)
+					dr = &dashRep{variant: variant{Name: r.ID, Bandwidth: int(r.Bandwidth)}}
+					reps[r.ID] = dr
+					*order = append(*order, r.ID)
 				}
 				for i := range list {
 					list[i].Init = init
@@ -151,26 +225,61 @@ func parseMPD(base *url.URL, body []byte, now time.Time) (*dashModel, error) {
 	return dm, nil
 }
 
-func kindOf(as *mpd.AdaptationSetType) string {
-	ct := string(as.ContentType)
+// wellFormed checks, within bounds, that body is one well-formed XML
+// document whose root is an MPD.
+func wellFormed(body []byte) error {
+	d := xml.NewDecoder(bytes.NewReader(body))
+	depth, tokens, root := 0, 0, false
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			if !root || depth != 0 {
+				return fmt.Errorf("%w: manifest: not one complete MPD element", errParse)
+			}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%w: manifest: %v", errParse, err)
+		}
+		if tokens++; tokens > 20*maxEntries {
+			return fmt.Errorf("%w: manifest of more than %d XML tokens", errParse, 20*maxEntries)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if depth == 0 {
+				if root || t.Name.Local != "MPD" {
+					return fmt.Errorf("%w: manifest: root element %q", errParse, t.Name.Local)
+				}
+				root = true
+			}
+			if depth++; depth > 32 {
+				return fmt.Errorf("%w: manifest nested deeper than 32", errParse)
+			}
+		case xml.EndElement:
+			depth--
+		}
+	}
+}
+
+func kindOf(as *xmlAdapt) string {
 	mt := as.MimeType
 	if mt == "" && len(as.Representations) > 0 {
 		mt = as.Representations[0].MimeType
 	}
 	switch {
-	case ct == "video" || strings.HasPrefix(mt, "video/"):
+	case as.ContentType == "video" || strings.HasPrefix(mt, "video/"):
 		return "video"
-	case ct == "audio" || strings.HasPrefix(mt, "audio/"):
+	case as.ContentType == "audio" || strings.HasPrefix(mt, "audio/"):
 		return "audio"
 	}
 	return ""
 }
 
-func baseOf(base *url.URL, bs []*mpd.BaseURLType) (*url.URL, error) {
-	if len(bs) == 0 || strings.TrimSpace(string(bs[0].Value)) == "" {
+func baseOf(base *url.URL, bs []string) (*url.URL, error) {
+	if len(bs) == 0 || strings.TrimSpace(bs[0]) == "" {
 		return base, nil
 	}
-	s, err := resolve(base, strings.TrimSpace(string(bs[0].Value)))
+	s, err := resolve(base, strings.TrimSpace(bs[0]))
 	if err != nil {
 		return nil, err
 	}
@@ -180,22 +289,22 @@ func baseOf(base *url.URL, bs []*mpd.BaseURLType) (*url.URL, error) {
 // templateSegments lists the segments of one Representation's template:
 // from its SegmentTimeline, or, without one, the segments of @duration that
 // the clock says are available (the newest 30 at most).
-func templateSegments(base *url.URL, st *mpd.SegmentTemplateType, r *mpd.RepresentationType, pstart float64, ast, now time.Time, limit int) ([]dashSeg, string, error) {
-	ts := float64(st.GetTimescale())
+func templateSegments(base *url.URL, st *xmlTmpl, id string, bw uint32, pstart float64, ast, now time.Time, limit int) ([]dashSeg, string, error) {
+	ts := 1.0
+	if st.Timescale != nil {
+		ts = float64(*st.Timescale)
+	}
 	if ts <= 0 {
 		return nil, "", fmt.Errorf("%w: timescale 0", errParse)
 	}
-	var pto uint64
-	if st.PresentationTimeOffset != nil {
-		pto = *st.PresentationTimeOffset
-	}
+	pto := st.PresentationTimeOffset
 	number := uint64(1)
 	if st.StartNumber != nil {
-		number = uint64(*st.StartNumber)
+		number = *st.StartNumber
 	}
 	var init string
 	if st.Initialization != "" {
-		s, err := expand(st.Initialization, r.Id, r.Bandwidth, 0, 0)
+		s, err := expand(st.Initialization, id, bw, 0, 0)
 		if err != nil {
 			return nil, "", err
 		}
@@ -211,7 +320,7 @@ func templateSegments(base *url.URL, st *mpd.SegmentTemplateType, r *mpd.Represe
 		if len(out) >= limit {
 			return fmt.Errorf("%w: more than %d segments", errParse, maxEntries)
 		}
-		s, err := expand(st.Media, r.Id, r.Bandwidth, n, t)
+		s, err := expand(st.Media, id, bw, n, t)
 		if err != nil {
 			return err
 		}
@@ -222,7 +331,7 @@ func templateSegments(base *url.URL, st *mpd.SegmentTemplateType, r *mpd.Represe
 		out = append(out, dashSeg{Start: pstart + (float64(t)-float64(pto))/ts, Dur: float64(d) / ts, URL: u})
 		return nil
 	}
-	if tl := st.SegmentTimeline; tl != nil {
+	if tl := st.Timeline; tl != nil {
 		var t uint64
 		for i, s := range tl.S {
 			if s.T != nil {
@@ -231,7 +340,10 @@ func templateSegments(base *url.URL, st *mpd.SegmentTemplateType, r *mpd.Represe
 			if s.D == 0 {
 				return nil, "", fmt.Errorf("%w: S without d", errParse)
 			}
-			rep := s.R
+			if s.R > int64(limit) {
+				return nil, "", fmt.Errorf("%w: S@r %d", errParse, s.R)
+			}
+			rep := int(s.R)
 			if rep < 0 {
 				// Repeat up to the next S, or up to now.
 				end := uint64(0)
@@ -249,9 +361,6 @@ func templateSegments(base *url.URL, st *mpd.SegmentTemplateType, r *mpd.Represe
 					rep = int(min((end-t)/s.D, uint64(limit))) - 1
 				}
 			}
-			if rep > limit {
-				return nil, "", fmt.Errorf("%w: S@r %d", errParse, s.R)
-			}
 			for k := 0; k <= rep; k++ {
 				if err := add(t, s.D, number); err != nil {
 					return nil, "", err
@@ -262,10 +371,10 @@ func templateSegments(base *url.URL, st *mpd.SegmentTemplateType, r *mpd.Represe
 		}
 		return out, init, nil
 	}
-	if st.Duration == nil || *st.Duration == 0 || ast.IsZero() {
+	if st.Duration == 0 || ast.IsZero() {
 		return nil, "", fmt.Errorf("%w: SegmentTemplate with neither SegmentTimeline nor duration and availabilityStartTime", errParse)
 	}
-	d := uint64(*st.Duration)
+	d := st.Duration
 	el := now.Sub(ast).Seconds() - pstart
 	if el <= 0 {
 		return nil, init, nil
