@@ -23,8 +23,12 @@ func runLoadtest(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "peer" {
 		return runLoadtestPeer(ctx, args[1:])
 	}
+	if len(args) > 0 && (args[0] == "hls" || args[0] == "dash") {
+		return runLoadtestHTTP(ctx, args[0], args[1:])
+	}
 	if len(args) == 0 || args[0] != "rtmp" {
 		fmt.Fprintln(os.Stderr, "usage: relaymesh loadtest rtmp --url rtmp://HOST:PORT/APP/NAME --viewers N [--ramp 5s] [--duration 30s] [--slow K --slow-rate 300kbit] [--json]")
+		fmt.Fprintln(os.Stderr, "       relaymesh loadtest hls|dash --url http://HOST/…/index.m3u8|manifest.mpd --clients N [--duration 30s] [--throttled 10% --throttle-kbps 800] [--ll auto|off] [--pids PID,…] [--json]")
 		fmt.Fprintln(os.Stderr, "       relaymesh loadtest peer [--viewers 500,1000] [--duration 20s] [--json]   (relaymesh relay vs nginx-rtmp edge)")
 		return flag.ErrHelp
 	}
