@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/relaymesh/relaymesh/loadtest/peer"
+	"github.com/relaymesh/relaymesh/loadtest/proc"
 	"github.com/relaymesh/relaymesh/loadtest/swarm"
 )
 
@@ -41,11 +42,18 @@ func runLoadtest(ctx context.Context, args []string) error {
 	slowRate := fs.String("slow-rate", "300kbit", "read rate of slow players (e.g. 300kbit, 1.5mbit)")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout instead of a readable report")
 	perViewer := fs.Bool("per-viewer", false, "include every player in the JSON report")
+	reconnectVia := fs.String("reconnect-via", "", "redirector URL (http://HOST/play/APP/NAME): a player whose connection ends reconnects through it (302 Location: rtmp://…); without --url the first connection asks it too")
+	maxReconnects := fs.Int("max-reconnects", 100, "bound on the reconnect attempts of one player")
+	pids := fs.String("pids", "", "comma-separated server process ids whose CPU time to report")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	if *url == "" {
-		return errors.New("--url is required")
+	if *url == "" && *reconnectVia == "" {
+		return errors.New("--url (or --reconnect-via) is required")
+	}
+	pidList, err := proc.ParsePIDs(*pids)
+	if err != nil {
+		return err
 	}
 	bps, err := parseRate(*slowRate)
 	if err != nil {
@@ -54,6 +62,7 @@ func runLoadtest(ctx context.Context, args []string) error {
 	r, err := swarm.Run(ctx, swarm.Config{
 		URL: *url, Viewers: *viewers, Ramp: *ramp, Duration: *duration,
 		Slow: *slow, SlowRate: bps, Progress: os.Stderr,
+		ReconnectVia: *reconnectVia, MaxReconnects: *maxReconnects, PIDs: pidList,
 	})
 	if err != nil {
 		return err
@@ -75,6 +84,14 @@ func runLoadtest(ctx context.Context, args []string) error {
 			fmt.Printf("  %-6s %d players: %.0f frames each (min %d), %.2f Mbit/s, %d gaps (%d not at a keyframe), max lag %.0f ms\n",
 				c.name, c.c.Viewers, c.c.MeanFrames, c.c.MinFrames, c.c.MeanMbps, c.c.Gaps, c.c.GapsNotAtKey, c.c.MaxLag)
 		}
+	}
+	if *reconnectVia != "" {
+		fmt.Printf("  reconnects %d (%d failed attempts), time to picture after a loss p50 %.0f ms p95 %.0f ms max %.0f ms\n",
+			r.Reconnects, r.ReconnectFailures, r.ReconnectP50, r.ReconnectP95, r.ReconnectMax)
+	}
+	if s := r.Server; s != nil {
+		fmt.Printf("  server pids %v: %.2f CPU-s (%.2f per minute, %.4f per viewer-minute), RSS %.1f MiB\n",
+			s.PIDs, s.CPUSeconds, s.CPUPerMin, s.CPUPerViewerMin, s.RSSMiB)
 	}
 	for _, e := range r.Errors {
 		fmt.Println("  error:", e)
