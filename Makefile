@@ -7,8 +7,10 @@ FUZZTIME  ?= 30s
 TESTFUZZTIME ?= 3s
 PEER_VIEWERS  ?= 500,1000
 PEER_DURATION ?= 20s
+PEER_HLS_VIEWERS  ?= 1,20
+PEER_HLS_DURATION ?= 60s
 
-.PHONY: build run test test-unit fuzz-brief fuzz bench bench-peer vet clean
+.PHONY: build run test test-unit fuzz-brief fuzz bench bench-peer bench-peer-hls vet clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/relaymesh
@@ -49,6 +51,15 @@ bench-peer: build
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx libnginx-mod-rtmp; }
 	@command -v ffmpeg >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg; }
 	./$(BIN) loadtest peer --viewers $(PEER_VIEWERS) --duration $(PEER_DURATION)
+
+# HLS serving: a relaymesh relay vs an nginx-rtmp edge with hls on, plain
+# HLS clients (playlists every 0.5 s, each whole segment once) on both at
+# once, one window per audience size.
+bench-peer-hls: build
+	@command -v nginx >/dev/null 2>&1 && [ -e /usr/lib/nginx/modules/ngx_rtmp_module.so ] || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx libnginx-mod-rtmp; }
+	@command -v ffmpeg >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg; }
+	./$(BIN) loadtest peer --proto hls --viewers $(PEER_HLS_VIEWERS) --duration $(PEER_HLS_DURATION)
 
 clean:
 	rm -rf bin

@@ -30,7 +30,7 @@ func runLoadtest(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "rtmp" {
 		fmt.Fprintln(os.Stderr, "usage: relaymesh loadtest rtmp --url rtmp://HOST:PORT/APP/NAME --viewers N [--ramp 5s] [--duration 30s] [--slow K --slow-rate 300kbit] [--json]")
 		fmt.Fprintln(os.Stderr, "       relaymesh loadtest hls|dash --url http://HOST/…/index.m3u8|manifest.mpd --clients N [--duration 30s] [--throttled 10% --throttle-kbps 800] [--ll auto|off] [--pids PID,…] [--json]")
-		fmt.Fprintln(os.Stderr, "       relaymesh loadtest peer [--viewers 500,1000] [--duration 20s] [--json]   (relaymesh relay vs nginx-rtmp edge)")
+		fmt.Fprintln(os.Stderr, "       relaymesh loadtest peer [--proto rtmp|hls] [--viewers 500,1000] [--duration 20s] [--json]   (relaymesh relay vs nginx-rtmp edge)")
 		return flag.ErrHelp
 	}
 	fs := flag.NewFlagSet("loadtest rtmp", flag.ContinueOnError)
@@ -121,13 +121,28 @@ func parseRate(s string) (int64, error) {
 
 func runLoadtestPeer(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("loadtest peer", flag.ContinueOnError)
-	viewers := fs.String("viewers", "500,1000", "comma-separated swarm sizes")
-	duration := fs.Duration("duration", 20*time.Second, "how long each swarm plays from each server")
+	proto := fs.String("proto", "rtmp", "what the viewers play: rtmp, or hls (nginx-rtmp with hls on, plain HLS clients)")
+	viewers := fs.String("viewers", "500,1000", "comma-separated swarm sizes (hls: default 1,20)")
+	duration := fs.Duration("duration", 20*time.Second, "how long each swarm plays from each server (hls: the window, default 60s)")
 	kbps := fs.Int("kbps", 2500, "video bitrate of the test stream")
+	reload := fs.Duration("reload", 500*time.Millisecond, "hls: playlist reload interval of the clients")
+	fragment := fs.Duration("fragment", 2*time.Second, "hls: nginx-rtmp's hls_fragment")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	relayConfig := fs.String("relay-config", "", "configuration file for the relaymesh relay under test")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *proto == "hls" {
+		if !set["viewers"] {
+			*viewers = "1,20"
+		}
+		if !set["duration"] {
+			*duration = 60 * time.Second
+		}
+	} else if *proto != "rtmp" {
+		return fmt.Errorf("--proto %q: want rtmp or hls", *proto)
 	}
 	var sizes []int
 	for _, s := range strings.Split(*viewers, ",") {
@@ -137,7 +152,35 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 		}
 		sizes = append(sizes, n)
 	}
-	r, err := peer.Run(ctx, peer.Config{Viewers: sizes, Duration: *duration, BitrateKbps: *kbps, Progress: os.Stderr, RelayConfig: *relayConfig})
+	cfg := peer.Config{Viewers: sizes, Duration: *duration, BitrateKbps: *kbps, Progress: os.Stderr, RelayConfig: *relayConfig,
+		Reload: *reload, Fragment: *fragment}
+	if *proto == "hls" {
+		r, err := peer.RunHLS(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(os.Stdout).Encode(r)
+		}
+		fmt.Printf("HLS, %s windows, playlists every %s, each whole segment once\n", r.Duration, r.Reload)
+		fmt.Printf("%-11s %7s %7s %12s %8s %9s %8s %7s %6s\n", "server", "viewers", "playing", "cpu-s/min", "RSS MiB", "req/v-min", "Mbit/s", "stalls", "errors")
+		for _, x := range r.Results {
+			errs := 0
+			for _, v := range x.Errors {
+				errs += v
+			}
+			fmt.Printf("%-11s %7d %7d %12.3f %8.1f %9.1f %8.1f %7d %6d\n", x.Server, x.Viewers, x.Playing, x.CPUPerMin, x.RSSMiB, x.RequestsPerViewer, x.Mbps, x.Stalls, errs)
+		}
+		for _, x := range r.Servers {
+			fmt.Printf("%s: %.4f CPU-s/min per added viewer\n", x.Server, x.CPUPerAddedViewer)
+		}
+		for _, x := range r.Ratios {
+			fmt.Printf("ratio relaymesh/nginx at %d viewers: CPU-s per minute %.2f\n", x.Viewers, x.CPUPerMin)
+		}
+		fmt.Printf("ratio relaymesh/nginx per added viewer: %.2f\n", r.PerAddedRatio)
+		return nil
+	}
+	r, err := peer.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}
