@@ -45,6 +45,14 @@ func TestLowLatencyHLS(t *testing.T) {
 		if c.MediaS["audio"] == 0 {
 			t.Errorf("client %d fetched no audio: %v", c.ID, c.MediaS)
 		}
+		// 600 kbit/s cannot carry full (about 1.5 Mbit/s): the throttled
+		// client moves down; the others have loopback speed and stay.
+		if c.Throttled && (c.SwitchesDown == 0 || c.Rendition == "full") {
+			t.Errorf("throttled client %d: %d moves down, ended on %s (estimate %.0f kbit/s)", c.ID, c.SwitchesDown, c.Rendition, c.EstimateKbps)
+		}
+		if !c.Throttled && c.Rendition != "full" {
+			t.Errorf("client %d ended on %s (estimate %.0f kbit/s)", c.ID, c.Rendition, c.EstimateKbps)
+		}
 	}
 	if r.Server == nil || r.Server.CPUSeconds <= 0 {
 		t.Errorf("server %+v", r.Server)
