@@ -121,6 +121,9 @@ func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
 	if cfg.Reload <= 0 {
 		cfg.Reload = 500 * time.Millisecond
 	}
+	if cfg.Warmup <= 0 {
+		cfg.Warmup = 15 * time.Second
+	}
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
@@ -149,13 +152,13 @@ func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
 			LowLatency: httpswarm.LLOff, Reload: cfg.Reload, Rendition: "top", PIDs: pids})
 	}
 	// Warm up: nginx's first fragments, relaymesh's pull and packager.
-	fmt.Fprintln(cfg.Progress, "warming up both servers (15 s)")
+	fmt.Fprintf(cfg.Progress, "warming up both servers (%s)\n", cfg.Warmup)
 	var wg sync.WaitGroup
 	for _, s := range servers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _ = swarm(s.url, 1, 15*time.Second, nil)
+			_, _ = swarm(s.url, 1, cfg.Warmup, nil)
 		}()
 	}
 	wg.Wait()

@@ -37,6 +37,10 @@ type Config struct {
 	// and the playlist reload interval of the clients (default 500ms).
 	Fragment time.Duration
 	Reload   time.Duration
+	// Warmup is how long one client plays from each server before the
+	// first window (default 15s): nginx's first fragments, relaymesh's
+	// pull and packager.
+	Warmup time.Duration
 }
 
 // Result is one server at one swarm size.
