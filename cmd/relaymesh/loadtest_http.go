@@ -31,6 +31,7 @@ func runLoadtestHTTP(ctx context.Context, proto string, args []string) error {
 	abrUp := fs.Float64("abr-up", 0.7, "move up to a rendition whose bandwidth is at most this × the throughput estimate")
 	abrDown := fs.Float64("abr-down", 0.9, "move down when the rendition's bandwidth exceeds this × the estimate")
 	abrHold := fs.Duration("abr-hold", 4*time.Second, "least time between moves up")
+	abrTiming := fs.String("abr-timing", "first-byte", "how downloads are timed for the estimate: first-byte (first body byte to last) or request (request to last byte)")
 	timeout := fs.Duration("timeout", 10*time.Second, "bound on one request (blocking reloads included)")
 	pids := fs.String("pids", "", "comma-separated server process ids whose CPU time to report")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout instead of a readable report")
@@ -53,7 +54,7 @@ func runLoadtestHTTP(ctx context.Context, proto string, args []string) error {
 		URL: *url, Proto: proto, Clients: *clients, Ramp: *ramp, Duration: *duration,
 		Throttled: nThrottled, ThrottleKbps: *throttleKbps, LowLatency: *ll, Reload: *reload,
 		StartSegments: *startSegs, Rendition: *rendition, Start: *start,
-		ABRUp: *abrUp, ABRDown: *abrDown, ABRHold: *abrHold, RequestTimeout: *timeout,
+		ABRUp: *abrUp, ABRDown: *abrDown, ABRHold: *abrHold, ABRTiming: *abrTiming, RequestTimeout: *timeout,
 		PIDs: pidList, Progress: os.Stderr,
 	})
 	if err != nil {

@@ -223,7 +223,7 @@ func (t *dashTrack) run(ctx context.Context) {
 				break
 			}
 			bo.reset()
-			c.media(t.idx, reps[t.cur].Name, seg.Dur, f.Bytes, f.Transfer)
+			c.media(t.idx, reps[t.cur].Name, seg.Dur, f.Bytes, c.timing(f))
 			t.lastStart, t.lastEnd = seg.Start, seg.Start+seg.Dur
 			progressed = true
 		}

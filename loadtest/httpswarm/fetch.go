@@ -84,6 +84,7 @@ type fetched struct {
 	Final    *url.URL // after redirects
 	Bytes    int64
 	Transfer time.Duration // first body byte to last
+	Total    time.Duration // request sent to last byte (a server's hold included)
 }
 
 // errStatus is an HTTP error answer.
@@ -124,6 +125,7 @@ func (c *client) get(ctx context.Context, u, kind string, keep bool, limit int64
 		return nil, err
 	}
 	c.count(kind, 0)
+	sent := time.Now()
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, err
@@ -164,6 +166,7 @@ func (c *client) get(ctx context.Context, u, kind string, keep bool, limit int64
 	if !first.IsZero() {
 		f.Transfer = time.Since(first)
 	}
+	f.Total = time.Since(sent)
 	c.count("", f.Bytes)
 	return f, nil
 }

@@ -197,7 +197,7 @@ func (t *hlsTrack) run(ctx context.Context, pl *hlsMedia) {
 				break
 			}
 			bo.reset()
-			c.media(t.idx, t.rungs[t.cur].Name, it.Dur.Seconds(), f.Bytes, f.Transfer)
+			c.media(t.idx, t.rungs[t.cur].Name, it.Dur.Seconds(), f.Bytes, c.timing(f))
 			if it.Next.MSN != t.next.MSN {
 				t.inSeg = 0
 			} else {

@@ -82,6 +82,11 @@ type Config struct {
 	// up (default 4s).
 	ABRUp, ABRDown float64
 	ABRHold        time.Duration
+	// ABRTiming is how a download is timed for the estimate: "first-byte"
+	// (default: from its first body byte to its last) or "request" (from
+	// the request to the last byte, as players that time whole requests do:
+	// a blocking reload's hold or a part still being written then counts).
+	ABRTiming string
 
 	RequestTimeout time.Duration // one request, blocking reloads included (default 10s)
 	MaxMediaBytes  int64         // one segment, part or init segment (default 64 MiB)
@@ -169,6 +174,13 @@ func (c *Config) defaults() error {
 	}
 	if c.ABRHold <= 0 {
 		c.ABRHold = 4 * time.Second
+	}
+	switch c.ABRTiming {
+	case "":
+		c.ABRTiming = "first-byte"
+	case "first-byte", "request":
+	default:
+		return fmt.Errorf("httpswarm: ABR timing %q (want first-byte or request)", c.ABRTiming)
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 10 * time.Second
@@ -288,6 +300,14 @@ func (c *client) resync() {
 	c.mu.Lock()
 	c.st.Resyncs++
 	c.mu.Unlock()
+}
+
+// timing is the duration of a download as the estimate counts it.
+func (c *client) timing(f *fetched) time.Duration {
+	if c.cfg.ABRTiming == "request" {
+		return f.Total
+	}
+	return f.Transfer
 }
 
 // media records a media download of track: sec of media of rung, n bytes.
