@@ -68,6 +68,10 @@ func (c *client) runDASH(ctx context.Context) {
 	tracks[0].cur = c.startRung(vs, first)
 	tracks[0].curName = vs[tracks[0].cur].Name
 	c.setTracks(len(tracks), tracks[0].curName)
+	if m.Dynamic && !m.AST.IsZero() {
+		// Presentation time 0 is at availabilityStartTime.
+		c.play.setOrigin(m.AST)
+	}
 	var wg sync.WaitGroup
 	if m.Dynamic {
 		wg.Add(1)

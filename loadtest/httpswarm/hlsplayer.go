@@ -57,6 +57,9 @@ func (c *client) runHLS(ctx context.Context) {
 		tracks = append(tracks, &hlsTrack{c: c, idx: 1, rungs: []variant{*l.Audio}})
 	}
 	c.setTracks(len(tracks), l.Video[tracks[0].cur].Name)
+	// Tracks are placed as far behind the client's start as the playlist
+	// lists media after their join point: the live edge is the wall clock.
+	c.play.setOrigin(c.start)
 	var wg sync.WaitGroup
 	for i, t := range tracks {
 		var pl *hlsMedia

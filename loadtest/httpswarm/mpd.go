@@ -22,6 +22,7 @@ type dashModel struct {
 	Delay        time.Duration // suggestedPresentationDelay (0: not given)
 	Video, Audio []dashRep     // ascending bandwidth
 	First        string        // the first video Representation in document order (the default)
+	AST          time.Time     // availabilityStartTime (zero: not given)
 }
 
 type dashRep struct {
@@ -131,6 +132,7 @@ func parseMPD(base *url.URL, body []byte, now time.Time) (*dashModel, error) {
 	if m.AvailabilityStartTime != "" {
 		ast, _ = time.Parse(time.RFC3339Nano, m.AvailabilityStartTime)
 	}
+	dm.AST = ast
 	mbase, err := baseOf(base, m.BaseURLs)
 	if err != nil {
 		return nil, err

@@ -30,6 +30,27 @@ type playout struct {
 	stalls    int
 	stallTime time.Duration
 	maxStall  time.Duration
+
+	// origin is the wall time of media time 0, when known: the playhead's
+	// lag behind the live edge is then the wall time since origin minus
+	// the playhead.
+	origin time.Time
+}
+
+// setOrigin sets the wall time of media time 0.
+func (p *playout) setOrigin(t time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.origin = t
+}
+
+// lag is how far the playhead is behind the live edge at now, in seconds
+// (ok false before playback or without an origin).
+func (p *playout) lag(now time.Time) (float64, bool) {
+	if !p.started || p.origin.IsZero() {
+		return 0, false
+	}
+	return now.Sub(p.origin).Seconds() - p.pos(now), true
 }
 
 func newPlayout(tracks int) *playout {

@@ -31,6 +31,10 @@ type ClientStats struct {
 	LastError    string             `json:"last_error,omitempty"`
 	Resyncs      int                `json:"resyncs"` // fell out of the playlist window and rejoined the edge
 	EstimateKbps float64            `json:"estimate_kbps"`
+	// LiveLagS is how far the playhead was behind the live edge at the end
+	// (HLS: the edge the playlists listed; DASH: availabilityStartTime plus
+	// the presentation time).
+	LiveLagS *float64 `json:"live_lag_s,omitempty"`
 }
 
 // Dist is a distribution in a report.
@@ -61,6 +65,7 @@ type Class struct {
 	Started        int     `json:"started"`
 	StartupMs      Dist    `json:"startup_ms"`
 	FirstMediaMs   Dist    `json:"first_media_ms"`
+	LiveLagS       Dist    `json:"live_lag_s"` // at the end of the run
 	Stalls         int     `json:"stalls"`
 	ClientsStalled int     `json:"clients_stalled"`
 	StallS         float64 `json:"stall_s"`
@@ -110,8 +115,11 @@ type Report struct {
 	PerClient []ClientStats `json:"per_client,omitempty"`
 }
 
-func (c *Class) add(s *ClientStats, dur float64, startup, first *[]float64) {
+func (c *Class) add(s *ClientStats, dur float64, startup, first, lag *[]float64) {
 	c.Clients++
+	if s.LiveLagS != nil {
+		*lag = append(*lag, *s.LiveLagS)
+	}
 	if s.Started {
 		c.Started++
 		*startup = append(*startup, s.StartupMs)
@@ -143,8 +151,8 @@ func (c *Class) add(s *ClientStats, dur float64, startup, first *[]float64) {
 	c.Resyncs += s.Resyncs
 }
 
-func (c *Class) finish(startup, first []float64) {
-	c.StartupMs, c.FirstMediaMs = dist(startup), dist(first)
+func (c *Class) finish(startup, first, lag []float64) {
+	c.StartupMs, c.FirstMediaMs, c.LiveLagS = dist(startup), dist(first), dist(lag)
 	if c.StallRatio > 0 {
 		c.StallRatio = c.StallS / c.StallRatio
 	}
@@ -163,17 +171,17 @@ func summarize(cfg *Config, clients []*client, elapsed time.Duration) *Report {
 		Started: time.Now().Add(-elapsed), Elapsed: elapsed.Seconds(),
 		All: newClass(), Normal: newClass(), ThrottledClass: newClass(),
 		Requests: map[string]int{}, Errors: map[string]int{}}
-	var su, fm [3][]float64
+	var su, fm, lg [3][]float64
 	for _, c := range clients {
 		c.mu.Lock()
 		s := c.st
 		c.mu.Unlock()
 		r.PerClient = append(r.PerClient, s)
-		r.All.add(&s, cfg.Duration.Seconds(), &su[0], &fm[0])
+		r.All.add(&s, cfg.Duration.Seconds(), &su[0], &fm[0], &lg[0])
 		if s.Throttled {
-			r.ThrottledClass.add(&s, cfg.Duration.Seconds(), &su[2], &fm[2])
+			r.ThrottledClass.add(&s, cfg.Duration.Seconds(), &su[2], &fm[2], &lg[2])
 		} else {
-			r.Normal.add(&s, cfg.Duration.Seconds(), &su[1], &fm[1])
+			r.Normal.add(&s, cfg.Duration.Seconds(), &su[1], &fm[1], &lg[1])
 		}
 		r.ViewerMinutes += s.PlayedS / 60
 		for k, v := range s.Requests {
@@ -187,9 +195,9 @@ func summarize(cfg *Config, clients []*client, elapsed time.Duration) *Report {
 		}
 		r.Bytes += s.Bytes
 	}
-	r.All.finish(su[0], fm[0])
-	r.Normal.finish(su[1], fm[1])
-	r.ThrottledClass.finish(su[2], fm[2])
+	r.All.finish(su[0], fm[0], lg[0])
+	r.Normal.finish(su[1], fm[1], lg[1])
+	r.ThrottledClass.finish(su[2], fm[2], lg[2])
 	if elapsed > 0 {
 		r.Mbps = float64(r.Bytes) * 8 / 1e6 / elapsed.Seconds()
 	}

@@ -415,6 +415,9 @@ func (c *client) run(parent context.Context) {
 		if p.started {
 			c.st.PlayedS = end.Sub(p.startAt).Seconds()
 		}
+		if l, ok := p.lag(end); ok {
+			c.st.LiveLagS = &l
+		}
 		p.mu.Unlock()
 	}
 	c.st.EstimateKbps = c.est.bps() / 1000

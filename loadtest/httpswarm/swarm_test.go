@@ -54,6 +54,9 @@ func TestLowLatencyHLS(t *testing.T) {
 			t.Errorf("client %d ended on %s (estimate %.0f kbit/s)", c.ID, c.Rendition, c.EstimateKbps)
 		}
 	}
+	if r.All.LiveLagS.N != 4 {
+		t.Errorf("live lag of %d clients, want 4", r.All.LiveLagS.N)
+	}
 	if r.Server == nil || r.Server.CPUSeconds <= 0 {
 		t.Errorf("server %+v", r.Server)
 	}
