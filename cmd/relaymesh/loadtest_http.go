@@ -66,8 +66,9 @@ func runLoadtestHTTP(ctx context.Context, proto string, args []string) error {
 	if *asJSON {
 		return json.NewEncoder(os.Stdout).Encode(r)
 	}
-	fmt.Printf("%s %s: %d/%d playing, start-up p50 %.0f ms p95 %.0f ms max %.0f ms, %.1f Mbit/s\n",
-		r.Proto, r.URL, r.All.Started, r.Clients, r.All.StartupMs.P50, r.All.StartupMs.P95, r.All.StartupMs.Max, r.Mbps)
+	fmt.Printf("%s %s: %d/%d playing, start-up p50 %.0f ms p95 %.0f ms max %.0f ms, live lag p50 %.1f s max %.1f s, %.1f Mbit/s\n",
+		r.Proto, r.URL, r.All.Started, r.Clients, r.All.StartupMs.P50, r.All.StartupMs.P95, r.All.StartupMs.Max,
+		r.All.LiveLagS.P50, r.All.LiveLagS.Max, r.Mbps)
 	for _, c := range []struct {
 		name string
 		c    httpswarm.Class

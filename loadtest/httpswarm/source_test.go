@@ -77,7 +77,7 @@ type synthSource struct {
 }
 
 func (src synthSource) Subscribe(_ context.Context, app, name string) (packager.Subscription, error) {
-	if app != "live" || name != "test" {
+	if (app != "live" && app != "stb") || name != "test" {
 		return nil, fmt.Errorf("%s/%s: %w", app, name, packager.ErrNotFound)
 	}
 	return &synthSub{s: src.s, start: time.Now(), closed: make(chan struct{})}, nil
@@ -121,7 +121,7 @@ func (s *synthSub) Next(ctx context.Context, dst []*av.Frame, _ int) ([]*av.Fram
 func (s *synthSub) Close() { s.once.Do(func() { close(s.closed) }) }
 
 // testServer is the project's packager over a synthetic stream on loopback;
-// the stream is live/test.
+// the stream is live/test (and stb/test, for an app configured otherwise).
 func testServer(t *testing.T, cfg packager.Config, s synthStream) *httptest.Server {
 	t.Helper()
 	cfg.Logger = slog.New(slog.DiscardHandler)

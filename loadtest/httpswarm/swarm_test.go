@@ -105,3 +105,19 @@ func TestDASH(t *testing.T) {
 		}
 	}
 }
+
+// TestMPEGTS: a ladder with the audio muxed into every rendition (the
+// packager's MPEG-TS flavour) is played on one track.
+func TestMPEGTS(t *testing.T) {
+	srv := testServer(t, packager.Config{Apps: map[string]packager.AppConfig{"stb": {HLS: packager.HLSMPEGTS}}},
+		synthStream{gop: time.Second, kbps: 1000, burst: 4 * time.Second})
+	r := run(t, Config{URL: srv.URL + "/hls/stb/test/index.m3u8", Clients: 2, Duration: 4 * time.Second})
+	if r.All.Started != 2 || len(r.Errors) != 0 || r.Requests[reqSegment] == 0 || r.Requests[reqInit] != 0 {
+		t.Fatalf("started %d, requests %v, errors %v %q", r.All.Started, r.Requests, r.Errors, r.ErrorSamples)
+	}
+	for _, c := range r.PerClient {
+		if c.MediaS["audio"] != 0 {
+			t.Errorf("client %d fetched a separate audio rendition: %v", c.ID, c.MediaS)
+		}
+	}
+}
