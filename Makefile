@@ -12,7 +12,10 @@ LDFLAGS   ?=
 IMAGE     ?= relaymesh:latest
 REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: build run test test-unit fuzz-brief fuzz bench bench-peer vet clean image
+PEER_HLS_VIEWERS  ?= 1,20
+PEER_HLS_DURATION ?= 60s
+
+.PHONY: build run test test-unit fuzz-brief fuzz bench bench-peer bench-peer-hls vet clean image
 
 build:
 	$(GO) build $(if $(LDFLAGS),-ldflags "$(LDFLAGS)") -o $(BIN) ./cmd/relaymesh
@@ -60,6 +63,15 @@ bench-peer: build
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx libnginx-mod-rtmp; }
 	@command -v ffmpeg >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg; }
 	./$(BIN) loadtest peer --viewers $(PEER_VIEWERS) --duration $(PEER_DURATION)
+
+# HLS serving: a relaymesh relay vs an nginx-rtmp edge with hls on, plain
+# HLS clients (playlists every 0.5 s, each whole segment once) on both at
+# once, one window per audience size.
+bench-peer-hls: build
+	@command -v nginx >/dev/null 2>&1 && [ -e /usr/lib/nginx/modules/ngx_rtmp_module.so ] || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx libnginx-mod-rtmp; }
+	@command -v ffmpeg >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg; }
+	./$(BIN) loadtest peer --proto hls --viewers $(PEER_HLS_VIEWERS) --duration $(PEER_HLS_DURATION)
 
 clean:
 	rm -rf bin

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/relaymesh/relaymesh/loadtest/peer"
+	"github.com/relaymesh/relaymesh/loadtest/proc"
 	"github.com/relaymesh/relaymesh/loadtest/swarm"
 )
 
@@ -23,9 +24,13 @@ func runLoadtest(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "peer" {
 		return runLoadtestPeer(ctx, args[1:])
 	}
+	if len(args) > 0 && (args[0] == "hls" || args[0] == "dash") {
+		return runLoadtestHTTP(ctx, args[0], args[1:])
+	}
 	if len(args) == 0 || args[0] != "rtmp" {
 		fmt.Fprintln(os.Stderr, "usage: relaymesh loadtest rtmp --url rtmp://HOST:PORT/APP/NAME --viewers N [--ramp 5s] [--duration 30s] [--slow K --slow-rate 300kbit] [--json]")
-		fmt.Fprintln(os.Stderr, "       relaymesh loadtest peer [--viewers 500,1000] [--duration 20s] [--json]   (relaymesh relay vs nginx-rtmp edge)")
+		fmt.Fprintln(os.Stderr, "       relaymesh loadtest hls|dash --url http://HOST/…/index.m3u8|manifest.mpd --clients N [--duration 30s] [--throttled 10% --throttle-kbps 800] [--ll auto|off] [--pids PID,…] [--json]")
+		fmt.Fprintln(os.Stderr, "       relaymesh loadtest peer [--proto rtmp|hls] [--viewers 500,1000] [--duration 20s] [--json]   (relaymesh relay vs nginx-rtmp edge)")
 		return flag.ErrHelp
 	}
 	fs := flag.NewFlagSet("loadtest rtmp", flag.ContinueOnError)
@@ -37,11 +42,18 @@ func runLoadtest(ctx context.Context, args []string) error {
 	slowRate := fs.String("slow-rate", "300kbit", "read rate of slow players (e.g. 300kbit, 1.5mbit)")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout instead of a readable report")
 	perViewer := fs.Bool("per-viewer", false, "include every player in the JSON report")
+	reconnectVia := fs.String("reconnect-via", "", "redirector URL (http://HOST/play/APP/NAME): a player whose connection ends reconnects through it (302 Location: rtmp://…); without --url the first connection asks it too")
+	maxReconnects := fs.Int("max-reconnects", 100, "bound on the reconnect attempts of one player")
+	pids := fs.String("pids", "", "comma-separated server process ids whose CPU time to report")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	if *url == "" {
-		return errors.New("--url is required")
+	if *url == "" && *reconnectVia == "" {
+		return errors.New("--url (or --reconnect-via) is required")
+	}
+	pidList, err := proc.ParsePIDs(*pids)
+	if err != nil {
+		return err
 	}
 	bps, err := parseRate(*slowRate)
 	if err != nil {
@@ -50,6 +62,7 @@ func runLoadtest(ctx context.Context, args []string) error {
 	r, err := swarm.Run(ctx, swarm.Config{
 		URL: *url, Viewers: *viewers, Ramp: *ramp, Duration: *duration,
 		Slow: *slow, SlowRate: bps, Progress: os.Stderr,
+		ReconnectVia: *reconnectVia, MaxReconnects: *maxReconnects, PIDs: pidList,
 	})
 	if err != nil {
 		return err
@@ -71,6 +84,14 @@ func runLoadtest(ctx context.Context, args []string) error {
 			fmt.Printf("  %-6s %d players: %.0f frames each (min %d), %.2f Mbit/s, %d gaps (%d not at a keyframe), max lag %.0f ms\n",
 				c.name, c.c.Viewers, c.c.MeanFrames, c.c.MinFrames, c.c.MeanMbps, c.c.Gaps, c.c.GapsNotAtKey, c.c.MaxLag)
 		}
+	}
+	if *reconnectVia != "" {
+		fmt.Printf("  reconnects %d (%d failed attempts), time to picture after a loss p50 %.0f ms p95 %.0f ms max %.0f ms\n",
+			r.Reconnects, r.ReconnectFailures, r.ReconnectP50, r.ReconnectP95, r.ReconnectMax)
+	}
+	if s := r.Server; s != nil {
+		fmt.Printf("  server pids %v: %.2f CPU-s (%.2f per minute, %.4f per viewer-minute), RSS %.1f MiB\n",
+			s.PIDs, s.CPUSeconds, s.CPUPerMin, s.CPUPerViewerMin, s.RSSMiB)
 	}
 	for _, e := range r.Errors {
 		fmt.Println("  error:", e)
@@ -100,13 +121,28 @@ func parseRate(s string) (int64, error) {
 
 func runLoadtestPeer(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("loadtest peer", flag.ContinueOnError)
-	viewers := fs.String("viewers", "500,1000", "comma-separated swarm sizes")
-	duration := fs.Duration("duration", 20*time.Second, "how long each swarm plays from each server")
+	proto := fs.String("proto", "rtmp", "what the viewers play: rtmp, or hls (nginx-rtmp with hls on, plain HLS clients)")
+	viewers := fs.String("viewers", "500,1000", "comma-separated swarm sizes (hls: default 1,20)")
+	duration := fs.Duration("duration", 20*time.Second, "how long each swarm plays from each server (hls: the window, default 60s)")
 	kbps := fs.Int("kbps", 2500, "video bitrate of the test stream")
+	reload := fs.Duration("reload", 500*time.Millisecond, "hls: playlist reload interval of the clients")
+	fragment := fs.Duration("fragment", 2*time.Second, "hls: nginx-rtmp's hls_fragment")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	relayConfig := fs.String("relay-config", "", "configuration file for the relaymesh relay under test")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *proto == "hls" {
+		if !set["viewers"] {
+			*viewers = "1,20"
+		}
+		if !set["duration"] {
+			*duration = 60 * time.Second
+		}
+	} else if *proto != "rtmp" {
+		return fmt.Errorf("--proto %q: want rtmp or hls", *proto)
 	}
 	var sizes []int
 	for _, s := range strings.Split(*viewers, ",") {
@@ -116,7 +152,35 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 		}
 		sizes = append(sizes, n)
 	}
-	r, err := peer.Run(ctx, peer.Config{Viewers: sizes, Duration: *duration, BitrateKbps: *kbps, Progress: os.Stderr, RelayConfig: *relayConfig})
+	cfg := peer.Config{Viewers: sizes, Duration: *duration, BitrateKbps: *kbps, Progress: os.Stderr, RelayConfig: *relayConfig,
+		Reload: *reload, Fragment: *fragment}
+	if *proto == "hls" {
+		r, err := peer.RunHLS(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(os.Stdout).Encode(r)
+		}
+		fmt.Printf("HLS, %s windows, playlists every %s, each whole segment once\n", r.Duration, r.Reload)
+		fmt.Printf("%-11s %7s %7s %12s %8s %9s %8s %7s %6s\n", "server", "viewers", "playing", "cpu-s/min", "RSS MiB", "req/v-min", "Mbit/s", "stalls", "errors")
+		for _, x := range r.Results {
+			errs := 0
+			for _, v := range x.Errors {
+				errs += v
+			}
+			fmt.Printf("%-11s %7d %7d %12.3f %8.1f %9.1f %8.1f %7d %6d\n", x.Server, x.Viewers, x.Playing, x.CPUPerMin, x.RSSMiB, x.RequestsPerViewer, x.Mbps, x.Stalls, errs)
+		}
+		for _, x := range r.Servers {
+			fmt.Printf("%s: %.4f CPU-s/min per added viewer\n", x.Server, x.CPUPerAddedViewer)
+		}
+		for _, x := range r.Ratios {
+			fmt.Printf("ratio relaymesh/nginx at %d viewers: CPU-s per minute %.2f\n", x.Viewers, x.CPUPerMin)
+		}
+		fmt.Printf("ratio relaymesh/nginx per added viewer: %.2f\n", r.PerAddedRatio)
+		return nil
+	}
+	r, err := peer.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}

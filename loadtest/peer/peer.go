@@ -15,9 +15,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/relaymesh/relaymesh/loadtest/proc"
 	"github.com/relaymesh/relaymesh/loadtest/swarm"
 )
 
@@ -32,6 +32,15 @@ type Config struct {
 	WorkDir     string        // for logs and the nginx prefix (default: a temp dir)
 	RelayConfig string        // configuration file for the relaymesh relay (optional)
 	Progress    io.Writer
+
+	// HLS runs (RunHLS): nginx-rtmp's hls_fragment (default 2s, the GOP),
+	// and the playlist reload interval of the clients (default 500ms).
+	Fragment time.Duration
+	Reload   time.Duration
+	// Warmup is how long one client plays from each server before the
+	// first window (default 15s): nginx's first fragments, relaymesh's
+	// pull and packager.
+	Warmup time.Duration
 }
 
 // Result is one server at one swarm size.
@@ -114,21 +123,41 @@ func freePort() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// Run starts a primary, a relaymesh relay, an nginx-rtmp edge and an ffmpeg
-// publisher, then plays each swarm size from each edge in turn.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
-	if err := cfg.defaults(); err != nil {
-		return nil, err
+// env is a primary fed by ffmpeg, a relaymesh relay and an nginx-rtmp edge
+// of it, running side by side.
+type env struct {
+	primary, relayRTMP, relayHTTP, nginxRTMP, nginxHTTP string
+	relay, nginx                                        *exec.Cmd
+	procs                                               []*exec.Cmd
+}
+
+// relayPIDs and nginxPIDs are the processes whose CPU time counts.
+func (e *env) relayPIDs() []int { return []int{e.relay.Process.Pid} }
+func (e *env) nginxPIDs() []int {
+	return append([]int{e.nginx.Process.Pid}, proc.Children(e.nginx.Process.Pid)...)
+}
+
+// stop ends every process the environment started.
+func (e *env) stop() {
+	for _, p := range e.procs {
+		_ = p.Process.Signal(os.Interrupt)
 	}
-	if cfg.WorkDir == "" {
-		d, err := os.MkdirTemp("", "relaymesh-peer-")
-		if err != nil {
-			return nil, err
+	for _, p := range e.procs {
+		done := make(chan struct{})
+		go func() { _, _ = p.Process.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(8 * time.Second):
+			_ = p.Process.Kill()
 		}
-		defer os.RemoveAll(d)
-		cfg.WorkDir = d
 	}
-	ports := make([]string, 5)
+}
+
+// startEnv starts the servers and the publisher; hls turns on nginx-rtmp's
+// HLS (a static pull, so it packages without RTMP viewers) and its HTTP
+// server. The caller stops the environment, also on error.
+func startEnv(ctx context.Context, cfg Config, hls bool) (*env, error) {
+	ports := make([]string, 6)
 	for i := range ports {
 		p, err := freePort()
 		if err != nil {
@@ -136,24 +165,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		ports[i] = p
 	}
-	primary, relayRTMP, relayHTTP, primaryHTTP, nginxRTMP := ports[0], ports[1], ports[2], ports[3], ports[4]
-	var procs []*exec.Cmd
-	defer func() {
-		for _, p := range procs {
-			_ = p.Process.Signal(os.Interrupt)
-		}
-		for _, p := range procs {
-			done := make(chan struct{})
-			go func() { _, _ = p.Process.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(8 * time.Second):
-				_ = p.Process.Kill()
-			}
-		}
-	}()
+	e := &env{primary: ports[0], relayRTMP: ports[1], relayHTTP: ports[2], nginxRTMP: ports[4], nginxHTTP: ports[5]}
+	primaryHTTP := ports[3]
 	start := func(name string, args ...string) (*exec.Cmd, error) {
-		logf, err := os.Create(filepath.Join(cfg.WorkDir, filepath.Base(name)+strconv.Itoa(len(procs))+".log"))
+		logf, err := os.Create(filepath.Join(cfg.WorkDir, filepath.Base(name)+strconv.Itoa(len(e.procs))+".log"))
 		if err != nil {
 			return nil, err
 		}
@@ -162,31 +177,45 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err := cmd.Start(); err != nil {
 			return nil, err
 		}
-		procs = append(procs, cmd)
+		e.procs = append(e.procs, cmd)
 		return cmd, nil
 	}
-	if _, err := start(cfg.Bin, "primary", "--rtmp", primary, "--http", primaryHTTP, "--open", "--log-level", "warn"); err != nil {
-		return nil, err
+	if _, err := start(cfg.Bin, "primary", "--rtmp", e.primary, "--http", primaryHTTP, "--open", "--log-level", "warn"); err != nil {
+		return e, err
 	}
-	relayArgs := []string{"relay", "--id", "bench", "--upstream", "rtmp://" + primary, "--rtmp", relayRTMP, "--http", relayHTTP, "--log-level", "warn", "--linger", "10m"}
+	relayArgs := []string{"relay", "--id", "bench", "--upstream", "rtmp://" + e.primary, "--rtmp", e.relayRTMP, "--http", e.relayHTTP, "--log-level", "warn", "--linger", "10m"}
 	if cfg.RelayConfig != "" {
 		relayArgs = append(relayArgs, "--config", cfg.RelayConfig)
 	}
-	relay, err := start(cfg.Bin, relayArgs...)
-	if err != nil {
-		return nil, err
+	var err error
+	if e.relay, err = start(cfg.Bin, relayArgs...); err != nil {
+		return e, err
 	}
 	conf := filepath.Join(cfg.WorkDir, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(nginxConf(cfg.Module, cfg.WorkDir, nginxRTMP, primary)), 0o644); err != nil {
-		return nil, err
+	text := nginxConf(cfg.Module, cfg.WorkDir, e.nginxRTMP, e.primary)
+	if hls {
+		// nginx's workers (not root) write the fragments and read them.
+		if err := os.Chmod(cfg.WorkDir, 0o755); err != nil {
+			return e, err
+		}
+		dir := filepath.Join(cfg.WorkDir, "hls")
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return e, err
+		}
+		if err := os.Chmod(dir, 0o777); err != nil {
+			return e, err
+		}
+		text = nginxHLSConf(cfg.Module, cfg.WorkDir, e.nginxRTMP, e.nginxHTTP, e.primary, cfg.Fragment)
 	}
-	nginx, err := start(cfg.Nginx, "-p", cfg.WorkDir, "-c", conf)
-	if err != nil {
-		return nil, err
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		return e, err
 	}
-	for _, a := range []string{primary, relayRTMP, nginxRTMP} {
+	if e.nginx, err = start(cfg.Nginx, "-p", cfg.WorkDir, "-c", conf); err != nil {
+		return e, err
+	}
+	for _, a := range []string{e.primary, e.relayRTMP, e.relayHTTP, e.nginxRTMP} {
 		if err := waitListening(ctx, a); err != nil {
-			return nil, err
+			return e, err
 		}
 	}
 	k := strconv.Itoa(cfg.BitrateKbps) + "k"
@@ -194,18 +223,51 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		"-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30", "-f", "lavfi", "-i", "sine=frequency=440",
 		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-pix_fmt", "yuv420p", "-g", "60",
 		"-b:v", k, "-maxrate", k, "-bufsize", k, "-c:a", "aac", "-b:a", "96k",
-		"-f", "flv", "rtmp://"+primary+"/live/bench"); err != nil {
-		return nil, err
+		"-f", "flv", "rtmp://"+e.primary+"/live/bench"); err != nil {
+		return e, err
 	}
 	time.Sleep(3 * time.Second)
+	return e, nil
+}
+
+func (c *Config) workDir() (func(), error) {
+	if c.WorkDir != "" {
+		return func() {}, nil
+	}
+	d, err := os.MkdirTemp("", "relaymesh-peer-")
+	if err != nil {
+		return nil, err
+	}
+	c.WorkDir = d
+	return func() { os.RemoveAll(d) }, nil
+}
+
+// Run starts a primary, a relaymesh relay, an nginx-rtmp edge and an ffmpeg
+// publisher, then plays each swarm size from each edge in turn.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	cleanup, err := cfg.workDir()
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	e, err := startEnv(ctx, cfg, false)
+	if e != nil {
+		defer e.stop()
+	}
+	if err != nil {
+		return nil, err
+	}
 	rep := &Report{Duration: cfg.Duration.String(), BitrateKbps: cfg.BitrateKbps, Started: time.Now()}
 	servers := []struct {
 		name string
 		addr string
 		pids func() []int
 	}{
-		{"relaymesh", relayRTMP, func() []int { return []int{relay.Process.Pid} }},
-		{"nginx-rtmp", nginxRTMP, func() []int { return append([]int{nginx.Process.Pid}, children(nginx.Process.Pid)...) }},
+		{"relaymesh", e.relayRTMP, e.relayPIDs},
+		{"nginx-rtmp", e.nginxRTMP, e.nginxPIDs},
 	}
 	for _, n := range cfg.Viewers {
 		byServer := map[string]Result{}
@@ -277,13 +339,13 @@ func measure(ctx context.Context, cfg Config, name, url string, n int, pids func
 	if _, err := swarm.Run(ctx, swarm.Config{URL: url, Viewers: 1, Duration: 3 * time.Second}); err != nil {
 		return Result{}, err
 	}
-	cpu0 := cpuSeconds(pids())
+	cpu0 := proc.CPUSeconds(pids())
 	sr, err := swarm.Run(ctx, swarm.Config{URL: url, Viewers: n, Ramp: 5 * time.Second, Duration: cfg.Duration, Progress: cfg.Progress})
 	if err != nil {
 		return Result{}, err
 	}
-	rss := rssMiB(pids())
-	cpu := cpuSeconds(pids()) - cpu0
+	rss := proc.RSSMiB(pids())
+	cpu := proc.CPUSeconds(pids()) - cpu0
 	wall := sr.Elapsed
 	r := Result{
 		Server: name, Viewers: n, Connected: sr.Connected, CPUSeconds: cpu, RSSMiB: rss,
@@ -307,58 +369,4 @@ func measure(ctx context.Context, cfg Config, name, url string, n int, pids func
 		r.MeanFramesPerSec = frames / float64(sr.Connected) / cfg.Duration.Seconds()
 	}
 	return r, nil
-}
-
-// cpuSeconds sums user and system time of processes from /proc/PID/stat.
-func cpuSeconds(pids []int) float64 {
-	const hz = 100 // USER_HZ on Linux
-	var total float64
-	for _, pid := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		// Fields after the command name, which is in parentheses.
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		if len(f) > 12 {
-			u, _ := strconv.ParseFloat(f[11], 64)
-			sy, _ := strconv.ParseFloat(f[12], 64)
-			total += (u + sy) / hz
-		}
-	}
-	return total
-}
-
-// rssMiB sums VmRSS of processes.
-func rssMiB(pids []int) float64 {
-	var kb float64
-	for _, pid := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(line, "VmRSS:") {
-				v, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
-				kb += v
-			}
-		}
-	}
-	return kb / 1024
-}
-
-// children lists the child processes of pid (nginx's workers).
-func children(pid int) []int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
 }

@@ -7,17 +7,21 @@ package swarm
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"net"
+	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/relaymesh/relaymesh/internal/rtmp"
+	"github.com/relaymesh/relaymesh/loadtest/proc"
 	"golang.org/x/time/rate"
 )
 
@@ -43,6 +47,17 @@ type Config struct {
 	// Progress, when set, receives a progress line every second.
 	Progress io.Writer
 	Log      *slog.Logger
+
+	// ReconnectVia, when set, is a redirector URL (http://…/play/APP/NAME):
+	// a player whose connection ends (EOF, close, UnpublishNotify) asks it
+	// for a server (a 302 with Location: rtmp://…, or a JSON answer with
+	// "url") and plays from there. Without URL the first connection asks it
+	// too.
+	ReconnectVia string
+	// MaxReconnects bounds the attempts of one player (default 100).
+	MaxReconnects int
+	// PIDs of the server processes whose CPU time the report gives.
+	PIDs []int
 }
 
 // Viewer is what one player saw.
@@ -64,6 +79,15 @@ type Viewer struct {
 	GapsNotAtKey int     `json:"gaps_not_at_key"`
 	MaxLag       float64 `json:"max_lag_ms"` // behind the live edge, after the warm-up
 	MeanLag      float64 `json:"mean_lag_ms"`
+	// Reconnects counts connections after the first that brought a
+	// picture; ReconnectMs the time from each loss to the first keyframe
+	// of the next connection (redirector answer and failed attempts
+	// included).
+	Reconnects        int       `json:"reconnects,omitempty"`
+	ReconnectFailures int       `json:"reconnect_failures,omitempty"`
+	ReconnectMs       []float64 `json:"reconnect_ms,omitempty"`
+	// Servers are the hosts the player played from, in order.
+	Servers []string `json:"servers,omitempty"`
 
 	offsets []lagSample
 }
@@ -75,22 +99,30 @@ type lagSample struct {
 
 // Report summarises a run.
 type Report struct {
-	URL            string   `json:"url"`
-	Viewers        int      `json:"viewers"`
-	Connected      int      `json:"connected"`
-	Failed         int      `json:"failed"`
-	FirstFrameP50  float64  `json:"first_frame_p50_ms"`
-	FirstFrameP99  float64  `json:"first_frame_p99_ms"`
-	Frames         int64    `json:"frames"`
-	Bytes          int64    `json:"bytes"`
-	Mbps           float64  `json:"mbps"`
-	AllFirstOK     bool     `json:"all_first_video_ok"`
-	Normal         Class    `json:"normal"`
-	SlowClass      Class    `json:"slow"`
-	Errors         []string `json:"errors,omitempty"`
-	Elapsed        float64  `json:"elapsed_s"`
-	PerViewer      []Viewer `json:"per_viewer,omitempty"`
-	withoutViewers bool
+	URL           string   `json:"url"`
+	Viewers       int      `json:"viewers"`
+	Connected     int      `json:"connected"`
+	Failed        int      `json:"failed"`
+	FirstFrameP50 float64  `json:"first_frame_p50_ms"`
+	FirstFrameP99 float64  `json:"first_frame_p99_ms"`
+	Frames        int64    `json:"frames"`
+	Bytes         int64    `json:"bytes"`
+	Mbps          float64  `json:"mbps"`
+	AllFirstOK    bool     `json:"all_first_video_ok"`
+	Normal        Class    `json:"normal"`
+	SlowClass     Class    `json:"slow"`
+	Errors        []string `json:"errors,omitempty"`
+	Elapsed       float64  `json:"elapsed_s"`
+	// With ReconnectVia: reconnections that brought a picture, failed
+	// attempts, and the time from a loss to the next picture.
+	Reconnects        int          `json:"reconnects,omitempty"`
+	ReconnectFailures int          `json:"reconnect_failures,omitempty"`
+	ReconnectP50      float64      `json:"reconnect_to_picture_p50_ms,omitempty"`
+	ReconnectP95      float64      `json:"reconnect_to_picture_p95_ms,omitempty"`
+	ReconnectMax      float64      `json:"reconnect_to_picture_max_ms,omitempty"`
+	Server            *proc.Server `json:"server,omitempty"`
+	PerViewer         []Viewer     `json:"per_viewer,omitempty"`
+	withoutViewers    bool
 }
 
 // Class aggregates normal or slow players.
@@ -107,12 +139,21 @@ type Class struct {
 // Run plays cfg.Viewers players and returns the report once every player
 // is done (Ramp + Duration, or ctx).
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	u, err := rtmp.ParseURL(cfg.URL, 1)
-	if err != nil {
-		return nil, err
+	var u rtmp.URL
+	switch {
+	case cfg.URL != "":
+		var err error
+		if u, err = rtmp.ParseURL(cfg.URL, 1); err != nil {
+			return nil, err
+		}
+		if u.Name == "" {
+			return nil, fmt.Errorf("%s: no stream name", cfg.URL)
+		}
+	case cfg.ReconnectVia == "":
+		return nil, fmt.Errorf("no URL to play")
 	}
-	if u.Name == "" {
-		return nil, fmt.Errorf("%s: no stream name", cfg.URL)
+	if cfg.MaxReconnects <= 0 {
+		cfg.MaxReconnects = 100
 	}
 	if cfg.Viewers <= 0 {
 		return nil, fmt.Errorf("viewers must be positive")
@@ -130,6 +171,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	start := time.Now()
+	meter := proc.Start(cfg.PIDs)
 	viewers := make([]*Viewer, cfg.Viewers)
 	var wg sync.WaitGroup
 	var live atomic.Int64
@@ -156,7 +198,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	wg.Wait()
 	close(stopProgress)
-	return summarize(cfg, viewers, time.Since(start)), nil
+	r := summarize(cfg, viewers, time.Since(start))
+	r.Server = meter.Stop(float64(r.Connected) * cfg.Duration.Minutes())
+	return r, nil
 }
 
 func progress(w io.Writer, start time.Time, n int, live, frames, bytes *atomic.Int64, stop chan struct{}) {
@@ -193,15 +237,118 @@ func (t *throttled) Read(p []byte) (int, error) {
 	return t.Conn.Read(p)
 }
 
+// play is one player: a connection, and with ReconnectVia a new one
+// through the redirector each time one ends, until its time is up.
 func play(ctx context.Context, cfg Config, u rtmp.URL, v *Viewer, live, frames, bytes *atomic.Int64) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration+10*time.Second)
 	defer cancel()
+	var (
+		end    time.Time // set once the first connection plays
+		lostAt time.Time // when the last connection ended
+		st     = &playState{}
+	)
+	for attempt := 0; ; attempt++ {
+		target, err := u, error(nil)
+		if cfg.ReconnectVia != "" && (attempt > 0 || cfg.URL == "") {
+			target, err = resolve(ctx, cfg.ReconnectVia)
+		}
+		if err == nil {
+			err = session(ctx, cfg, target, v, st, &end, lostAt, live, frames, bytes)
+		}
+		if cfg.ReconnectVia == "" || ctx.Err() != nil || !end.IsZero() && !time.Now().Before(end) {
+			if err != nil && v.Error == "" && ctx.Err() == nil && (end.IsZero() || time.Now().Before(end)) {
+				v.Error = err.Error()
+			}
+			return
+		}
+		if err != nil {
+			v.Error = err.Error()
+		}
+		if attempt >= cfg.MaxReconnects {
+			return
+		}
+		switch {
+		case st.pictured || lostAt.IsZero() && v.Connected:
+			// This connection played: the loss is now.
+			lostAt = time.Now()
+		case !lostAt.IsZero():
+			v.ReconnectFailures++
+		}
+		st.pictured = false
+		// At once after a loss, then a pause growing while attempts fail.
+		d := time.Duration(min(v.ReconnectFailures, 10)) * 100 * time.Millisecond
+		if lostAt.IsZero() {
+			d = 200 * time.Millisecond // the first connection is still to be made
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(d):
+		}
+		if !end.IsZero() && !time.Now().Before(end) {
+			return
+		}
+	}
+}
+
+// playState is what a player carries from one connection to the next.
+type playState struct {
+	pictured bool // the current connection brought a keyframe
+}
+
+// resolve asks the redirector where to play.
+func resolve(ctx context.Context, via string) (rtmp.URL, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, via, nil)
+	if err != nil {
+		return rtmp.URL{}, err
+	}
+	req.Header.Set("Accept", "application/json, */*;q=0.5")
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		return rtmp.URL{}, fmt.Errorf("redirector: %w", err)
+	}
+	defer resp.Body.Close()
+	var loc string
+	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		loc = resp.Header.Get("Location")
+	case resp.StatusCode == http.StatusOK:
+		var ans struct {
+			URL string `json:"url"`
+		}
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&ans); err != nil {
+			return rtmp.URL{}, fmt.Errorf("redirector: answer: %w", err)
+		}
+		loc = ans.URL
+	default:
+		return rtmp.URL{}, fmt.Errorf("redirector: HTTP %d", resp.StatusCode)
+	}
+	u, err := rtmp.ParseURL(loc, 1)
+	if err != nil {
+		return rtmp.URL{}, fmt.Errorf("redirector: location %q: %w", loc, err)
+	}
+	if u.Name == "" {
+		return rtmp.URL{}, fmt.Errorf("redirector: location %q has no stream name", loc)
+	}
+	return u, nil
+}
+
+// errUnpublished ends a connection whose stream was unpublished there.
+var errUnpublished = errors.New(rtmp.CodePlayUnpublishNotify)
+
+// session plays one connection until it ends or the player's time is up
+// (end, set by the first connection that plays). lostAt, when set, is when
+// the previous connection ended: the first keyframe here closes the
+// reconnect.
+func session(ctx context.Context, cfg Config, u rtmp.URL, v *Viewer, st *playState, end *time.Time, lostAt time.Time, live, frames, bytes *atomic.Int64) error {
 	t0 := time.Now()
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", u.Host)
 	if err != nil {
-		v.Error = err.Error()
-		return
+		return err
 	}
 	if v.Slow {
 		if tc, ok := nc.(*net.TCPConn); ok {
@@ -212,28 +359,31 @@ func play(ctx context.Context, cfg Config, u rtmp.URL, v *Viewer, live, frames, 
 	}
 	cc, err := rtmp.DialConn(ctx, nc, u, rtmp.ConnConfig{ReadTimeout: 15 * time.Second}, cfg.Log)
 	if err != nil {
-		v.Error = err.Error()
 		nc.Close()
-		return
+		return err
 	}
 	defer cc.Close(nil)
 	stop := context.AfterFunc(ctx, func() { cc.Close(ctx.Err()) })
 	defer stop()
 	if _, err := cc.Play(ctx, u.Name); err != nil {
-		v.Error = err.Error()
-		return
+		return err
 	}
-	v.Connected = true
+	first := end.IsZero()
+	if first {
+		v.Connected = true
+		*end = time.Now().Add(cfg.Duration)
+	}
+	v.Servers = append(v.Servers, u.Host)
 	live.Add(1)
 	defer live.Add(-1)
 	var rec *flvWriter
-	if cfg.Record != nil {
+	if cfg.Record != nil && first {
 		if w := cfg.Record(v.ID, v.Slow); w != nil {
 			rec = newFLVWriter(w)
 			defer rec.Close()
 		}
 	}
-	end := time.Now().Add(cfg.Duration)
+	// Lag is sampled from each connection's start, after its own warm-up.
 	playStart := time.Now()
 	var (
 		sawSeq, sawVideo bool
@@ -241,13 +391,22 @@ func play(ctx context.Context, cfg Config, u rtmp.URL, v *Viewer, live, frames, 
 		minDelta         uint32        = math.MaxUint32
 		lastSample       time.Duration = -time.Hour
 	)
-	for time.Now().Before(end) {
+	for time.Now().Before(*end) {
 		m, err := cc.ReadMessage()
 		if err != nil {
-			if ctx.Err() == nil && time.Now().Before(end) {
-				v.Error = err.Error()
+			if ctx.Err() == nil && time.Now().Before(*end) {
+				return err
 			}
-			return
+			return nil
+		}
+		if m.Type == rtmp.TypeCommandAMF0 && cfg.ReconnectVia != "" {
+			if cmd, err := rtmp.ParseCommand(m); err == nil && cmd.Name == "onStatus" {
+				switch rtmp.StatusOf(cmd).Code {
+				case rtmp.CodePlayUnpublishNotify, rtmp.CodePlayStop:
+					return errUnpublished
+				}
+			}
+			continue
 		}
 		if m.Type != rtmp.TypeAudio && m.Type != rtmp.TypeVideo && m.Type != rtmp.TypeDataAMF0 {
 			continue
@@ -274,10 +433,19 @@ func play(ctx context.Context, cfg Config, u rtmp.URL, v *Viewer, live, frames, 
 				continue
 			}
 			v.VideoFrames++
+			if key && !st.pictured {
+				st.pictured = true
+				if !lostAt.IsZero() {
+					v.Reconnects++
+					v.ReconnectMs = append(v.ReconnectMs, float64(now.Sub(lostAt).Microseconds())/1000)
+				}
+			}
 			if !sawVideo {
 				sawVideo = true
-				v.FirstFrame = float64(now.Sub(t0).Microseconds()) / 1000
-				v.FirstVideoOK = key && sawSeq
+				if first {
+					v.FirstFrame = float64(now.Sub(t0).Microseconds()) / 1000
+					v.FirstVideoOK = key && sawSeq
+				}
 				lastVTS = m.Timestamp
 				break
 			}
@@ -300,6 +468,7 @@ func play(ctx context.Context, cfg Config, u rtmp.URL, v *Viewer, live, frames, 
 			v.offsets = append(v.offsets, lagSample{at: at, offset: now.UnixMilli() - int64(m.Timestamp)})
 		}
 	}
+	return nil
 }
 
 func summarize(cfg Config, vs []*Viewer, elapsed time.Duration) *Report {
@@ -366,6 +535,16 @@ func summarize(cfg Config, vs []*Viewer, elapsed time.Duration) *Report {
 	}
 	if r.Connected == 0 {
 		r.AllFirstOK = false
+	}
+	var recon []float64
+	for _, v := range vs {
+		r.Reconnects += v.Reconnects
+		r.ReconnectFailures += v.ReconnectFailures
+		recon = append(recon, v.ReconnectMs...)
+	}
+	if len(recon) > 0 {
+		sort.Float64s(recon)
+		r.ReconnectP50, r.ReconnectP95, r.ReconnectMax = percentile(recon, 0.5), percentile(recon, 0.95), recon[len(recon)-1]
 	}
 	sort.Float64s(firsts)
 	r.FirstFrameP50 = percentile(firsts, 0.50)

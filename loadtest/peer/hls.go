@@ -1,0 +1,232 @@
+package peer
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/relaymesh/relaymesh/loadtest/httpswarm"
+)
+
+// nginxHLSConf is the edge with nginx-rtmp's HLS on: a static pull of the
+// bench stream (nginx packages it from start, as relaymesh packages from
+// the first request on), fragments of one GOP, a 14 s playlist (relaymesh
+// lists 7 segments of 2 s), served by nginx's HTTP server.
+func nginxHLSConf(module, prefix, rtmpListen, httpListen, primary string, fragment time.Duration) string {
+	dir := filepath.Join(prefix, "hls")
+	return fmt.Sprintf(`load_module %s;
+daemon off;
+master_process on;
+worker_processes 1;
+worker_rlimit_nofile 16384;
+error_log %s/nginx-error.log warn;
+pid %s/nginx.pid;
+events { worker_connections 8192; }
+rtmp {
+    server {
+        listen %s;
+        chunk_size 4096;
+        application live {
+            live on;
+            pull rtmp://%s/live/bench name=bench static;
+            hls on;
+            hls_path %s;
+            hls_fragment %dms;
+            hls_playlist_length 14s;
+        }
+    }
+}
+http {
+    access_log off;
+    client_body_temp_path %s/client_body;
+    proxy_temp_path %s/proxy;
+    fastcgi_temp_path %s/fastcgi;
+    uwsgi_temp_path %s/uwsgi;
+    scgi_temp_path %s/scgi;
+    server {
+        listen %s;
+        location /hls/ {
+            alias %s/;
+            types { application/vnd.apple.mpegurl m3u8; video/mp2t ts; }
+            add_header Cache-Control no-cache;
+        }
+    }
+}
+`, module, prefix, prefix, rtmpListen, primary, dir, fragment.Milliseconds(), prefix, prefix, prefix, prefix, prefix, httpListen, dir)
+}
+
+// HLSResult is one server at one audience size.
+type HLSResult struct {
+	Server  string `json:"server"`
+	Viewers int    `json:"viewers"`
+	Playing int    `json:"playing"`
+	// CPUSeconds over the window; CPUPerMin per minute of it (packaging
+	// included: it is what the server costs with this audience).
+	CPUSeconds float64 `json:"cpu_seconds"`
+	CPUPerMin  float64 `json:"cpu_s_per_min"`
+	RSSMiB     float64 `json:"rss_mib"`
+	// Requests per viewer-minute and by kind.
+	Requests          map[string]int `json:"requests"`
+	RequestsPerViewer float64        `json:"requests_per_viewer_minute"`
+	Mbps              float64        `json:"mbps"`
+	StartupP50        float64        `json:"startup_p50_ms"`
+	Stalls            int            `json:"stalls"`
+	Errors            map[string]int `json:"errors,omitempty"`
+}
+
+// HLSServer sums up one server over the audience sizes.
+type HLSServer struct {
+	Server string `json:"server"`
+	// CPUPerAddedViewer is the slope of CPU-s per minute between the
+	// smallest and the largest audience: what one more viewer costs.
+	CPUPerAddedViewer float64 `json:"cpu_s_per_min_per_added_viewer"`
+}
+
+// HLSRatio compares relaymesh to nginx-rtmp (below 1: relaymesh is cheaper).
+type HLSRatio struct {
+	Viewers   int     `json:"viewers"`
+	CPUPerMin float64 `json:"cpu_per_min"`
+}
+
+// HLSReport is a RunHLS comparison.
+type HLSReport struct {
+	Duration      string      `json:"window"`
+	BitrateKbps   int         `json:"bitrate_kbps"`
+	Reload        string      `json:"reload"`
+	Started       time.Time   `json:"started"`
+	Results       []HLSResult `json:"results"`
+	Servers       []HLSServer `json:"servers"`
+	Ratios        []HLSRatio  `json:"ratios"`
+	PerAddedRatio float64     `json:"cpu_per_added_viewer_ratio"`
+}
+
+// RunHLS compares the HLS serving of a relaymesh relay and an nginx-rtmp
+// edge with hls on, pulling the same primary: for each audience size, both
+// servers get the same swarm of plain HLS clients at the same time
+// (playlists every Reload, each whole segment once, relaymesh's separate
+// audio rendition too) for one window, and their CPU time is read from
+// /proc around it.
+func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
+	if len(cfg.Viewers) == 0 {
+		cfg.Viewers = []int{1, 20}
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 60 * time.Second
+	}
+	if cfg.Fragment <= 0 {
+		cfg.Fragment = 2 * time.Second
+	}
+	if cfg.Reload <= 0 {
+		cfg.Reload = 500 * time.Millisecond
+	}
+	if cfg.Warmup <= 0 {
+		cfg.Warmup = 15 * time.Second
+	}
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	cleanup, err := cfg.workDir()
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	e, err := startEnv(ctx, cfg, true)
+	if e != nil {
+		defer e.stop()
+	}
+	if err != nil {
+		return nil, err
+	}
+	servers := []struct {
+		name string
+		url  string
+		pids func() []int
+	}{
+		{"relaymesh", "http://" + e.relayHTTP + "/hls/live/bench/index.m3u8", e.relayPIDs},
+		{"nginx-rtmp", "http://" + e.nginxHTTP + "/hls/bench.m3u8", e.nginxPIDs},
+	}
+	swarm := func(url string, n int, d time.Duration, pids []int) (*httpswarm.Report, error) {
+		return httpswarm.Run(ctx, httpswarm.Config{URL: url, Proto: httpswarm.HLS, Clients: n, Duration: d,
+			LowLatency: httpswarm.LLOff, Reload: cfg.Reload, Rendition: "top", PIDs: pids})
+	}
+	// Warm up: nginx's first fragments, relaymesh's pull and packager.
+	fmt.Fprintf(cfg.Progress, "warming up both servers (%s)\n", cfg.Warmup)
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = swarm(s.url, 1, cfg.Warmup, nil)
+		}()
+	}
+	wg.Wait()
+	rep := &HLSReport{Duration: cfg.Duration.String(), BitrateKbps: cfg.BitrateKbps, Reload: cfg.Reload.String(), Started: time.Now()}
+	byServer := map[string]map[int]HLSResult{}
+	for _, n := range cfg.Viewers {
+		fmt.Fprintf(cfg.Progress, "both servers, %d viewers each, %s\n", n, cfg.Duration)
+		results := make([]HLSResult, len(servers))
+		errs := make([]error, len(servers))
+		for i, s := range servers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := swarm(s.url, n, cfg.Duration, s.pids())
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				res := HLSResult{Server: s.name, Viewers: n, Playing: r.All.Started, Requests: r.Requests,
+					Mbps: r.Mbps, StartupP50: r.All.StartupMs.P50, Stalls: r.All.Stalls}
+				if len(r.Errors) > 0 {
+					res.Errors = r.Errors
+				}
+				if sv := r.Server; sv != nil {
+					res.CPUSeconds, res.CPUPerMin, res.RSSMiB = sv.CPUSeconds, sv.CPUPerMin, sv.RSSMiB
+				}
+				total := 0
+				for _, v := range r.Requests {
+					total += v
+				}
+				if r.ViewerMinutes > 0 {
+					res.RequestsPerViewer = float64(total) / r.ViewerMinutes
+				}
+				results[i] = res
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return rep, err
+			}
+		}
+		for _, r := range results {
+			rep.Results = append(rep.Results, r)
+			if byServer[r.Server] == nil {
+				byServer[r.Server] = map[int]HLSResult{}
+			}
+			byServer[r.Server][n] = r
+		}
+		if b := byServer["nginx-rtmp"][n].CPUPerMin; b > 0 {
+			rep.Ratios = append(rep.Ratios, HLSRatio{Viewers: n, CPUPerMin: byServer["relaymesh"][n].CPUPerMin / b})
+		}
+	}
+	lo, hi := cfg.Viewers[0], cfg.Viewers[0]
+	for _, n := range cfg.Viewers {
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	slope := map[string]float64{}
+	for _, s := range servers {
+		var per float64
+		if hi > lo {
+			per = (byServer[s.name][hi].CPUPerMin - byServer[s.name][lo].CPUPerMin) / float64(hi-lo)
+		}
+		slope[s.name] = per
+		rep.Servers = append(rep.Servers, HLSServer{Server: s.name, CPUPerAddedViewer: per})
+	}
+	if slope["nginx-rtmp"] > 0 {
+		rep.PerAddedRatio = slope["relaymesh"] / slope["nginx-rtmp"]
+	}
+	return rep, nil
+}
