@@ -46,7 +46,9 @@ func TestRunHLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Results) != 4 || len(r.Ratios) != 2 || len(r.Servers) != 2 {
+	// A ratio is left out where nginx-rtmp's CPU time in the short window
+	// rounds to 0 (/proc counts in 10 ms steps).
+	if len(r.Results) != 4 || len(r.Ratios) > 2 || len(r.Servers) != 2 {
 		t.Fatalf("%+v", r)
 	}
 	for _, x := range r.Results {
