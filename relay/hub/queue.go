@@ -3,7 +3,8 @@ package hub
 import "github.com/relaymesh/relaymesh/internal/av"
 
 // queue is a bounded FIFO of frames, a ring that starts small and doubles up
-// to its bound when a viewer falls behind (most never do), plus a parallel FIFO of the timestamps of the droppable media frames
+// to its bound when a viewer falls behind (most never do), plus a parallel
+// FIFO of the arrival times (see arrivalClock) of the droppable media frames
 // it holds (the drop policy measures backlog from the oldest of those).
 // Frames queued as the join burst (headers and GOP cache) are counted in
 // burst and kept out of the backlog accounting.
@@ -55,8 +56,9 @@ func (q *queue) grow() {
 // live is the number of queued frames that were queued after the join burst.
 func (q *queue) live() int { return q.n - q.burst }
 
-// push appends f; the caller checked that the queue is not full.
-func (q *queue) push(f *av.Frame, burst bool) {
+// push appends f, which arrived at media time at; the caller checked that
+// the queue is not full.
+func (q *queue) push(f *av.Frame, burst bool, at uint32) {
 	if q.n == len(q.frames) {
 		q.grow()
 	}
@@ -75,9 +77,9 @@ func (q *queue) push(f *av.Frame, burst bool) {
 		if j >= len(q.ts) {
 			j -= len(q.ts)
 		}
-		q.ts[j] = f.Timestamp
+		q.ts[j] = at
 		if q.tsN == 0 {
-			q.oldest = f.Timestamp
+			q.oldest = at
 		}
 		q.tsN++
 	}
@@ -107,8 +109,8 @@ func (q *queue) pop() *av.Frame {
 	return f
 }
 
-// oldestTS returns the timestamp of the oldest droppable frame queued after
-// the join burst.
+// oldestTS returns the arrival time of the oldest droppable frame queued
+// after the join burst.
 func (q *queue) oldestTS() (uint32, bool) {
 	if q.tsN == 0 {
 		return 0, false
@@ -129,7 +131,10 @@ func (q *queue) reset() {
 func (q *queue) purgeVideo(dropped func(*av.Frame)) {
 	size := len(q.frames)
 	kept, keptBurst := 0, 0
-	q.tsHead, q.tsN = 0, 0
+	// The arrival times are compacted in place like the frames: the k-th
+	// timed frame read is at tsHead+k, and fewer than k are kept before it.
+	tsRead := q.tsHead
+	q.tsN = 0
 	for i := 0; i < q.n; i++ {
 		src := q.head + i
 		if src >= size {
@@ -137,6 +142,13 @@ func (q *queue) purgeVideo(dropped func(*av.Frame)) {
 		}
 		f := q.frames[src]
 		q.frames[src] = nil
+		var at uint32
+		if i >= q.burst && q.ts != nil && f.Droppable() {
+			at = q.ts[tsRead]
+			if tsRead++; tsRead == len(q.ts) {
+				tsRead = 0
+			}
+		}
 		if f.Kind == av.KindVideo && f.Droppable() {
 			dropped(f)
 			continue
@@ -154,9 +166,9 @@ func (q *queue) purgeVideo(dropped func(*av.Frame)) {
 			if j >= len(q.ts) {
 				j -= len(q.ts)
 			}
-			q.ts[j] = f.Timestamp
+			q.ts[j] = at
 			if q.tsN == 0 {
-				q.oldest = f.Timestamp
+				q.oldest = at
 			}
 			q.tsN++
 		}
