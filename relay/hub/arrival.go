@@ -16,7 +16,8 @@ import "time"
 // leaves queued afterwards is, by the wall-clock time it waits.
 type arrivalClock struct {
 	valid  bool
-	at     uint32 // arrival time of the last frame, on the media timeline
+	edge   uint32 // newest media timestamp so far
+	at     uint32 // arrival time of the last media frame, on the media timeline
 	wallMS int64  // the wall clock then, in ms
 }
 
@@ -25,24 +26,29 @@ type arrivalClock struct {
 // for longer is measured by its timestamps again.
 const maxBurst = 10 * time.Second
 
-// arrive returns the arrival time of a frame: edge is the newest timestamp
-// of the stream so far (this frame's included), now the wall clock in ms.
-func (c *arrivalClock) arrive(edge uint32, now int64) uint32 {
+// arrive returns the arrival time of a media frame with timestamp ts at wall
+// time now (ms). Only droppable media drives the clock: the timestamps of
+// metadata and sequence headers are often those of the session's start,
+// which an upstream sends ahead of its GOP cache.
+func (c *arrivalClock) arrive(ts uint32, now int64) uint32 {
 	if !c.valid {
-		c.valid, c.at, c.wallMS = true, edge, now
-		return edge
+		c.valid, c.edge, c.at, c.wallMS = true, ts, ts, now
+		return ts
+	}
+	if int32(ts-c.edge) > 0 {
+		c.edge = ts
 	}
 	elapsed := max(now-c.wallMS, 0)
 	c.wallMS = now
-	at := edge // after a long silence no burst credit is left
+	at := c.edge // after a long silence no burst credit is left
 	if elapsed < maxBurst.Milliseconds() {
 		at = c.at + uint32(elapsed)
 	}
-	if int32(at-edge) > 0 {
-		at = edge // not ahead of the stream
+	if int32(at-c.edge) > 0 {
+		at = c.edge // not ahead of the stream
 	}
-	if lag := int64(int32(edge - at)); lag > maxBurst.Milliseconds() {
-		at = edge - uint32(maxBurst.Milliseconds())
+	if lag := int64(int32(c.edge - at)); lag > maxBurst.Milliseconds() {
+		at = c.edge - uint32(maxBurst.Milliseconds())
 	}
 	c.at = at
 	return at

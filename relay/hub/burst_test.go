@@ -9,14 +9,15 @@ import (
 )
 
 // burstStream plays the first viewer of a relay: it subscribes before the
-// pull starts, then the upstream sends its GOP cache at once (every frame
+// pull starts, then the upstream sends the metadata and sequence headers of
+// the session's start (timestamp 0) and its GOP cache at once (every frame
 // before joinAt arrives at wall time 0), then the live stream in real time.
 // The reader stalls from frame stallFrom on (-1: never) and otherwise reads
 // whatever is queued every 100 ms of wall time, but never during the burst
 // (the writer is not scheduled before the whole burst is queued).
 func burstStream(t *testing.T, r *Registry, clock *int64, cfg Config, joinAt uint32, stallFrom int) (*Subscriber, []written, int) {
 	t.Helper()
-	in := synthStream(8, 50) // 2 s GOPs
+	in := synthStream(30, 50) // 2 s GOPs
 	h := r.Acquire("live", t.Name())
 	t.Cleanup(h.Release)
 	s := h.Subscribe(SubscribeOptions{ID: "first-viewer"})
@@ -63,7 +64,7 @@ func manualClock(cfg Config) (*Registry, *int64) {
 // frame of the upstream's start-up burst (issue 12: it got the keyframe and
 // a few frames, then jumped to the next keyframe).
 func TestUpstreamBurstIsNotBacklog(t *testing.T) {
-	for _, joinAt := range []uint32{300, 1000, 1960} {
+	for _, joinAt := range []uint32{20300, 21000, 21960} {
 		r, clock := manualClock(Config{})
 		s, in, got := burstStream(t, r, clock, Config{}, joinAt, -1)
 		if in := s.Info(); in.Dropped != 0 {
@@ -78,7 +79,7 @@ func TestUpstreamBurstIsNotBacklog(t *testing.T) {
 		old := newTestRegistry(Config{})
 		var unused int64
 		s, _, _ = burstStream(t, old, &unused, Config{}, joinAt, -1)
-		if joinAt >= 1000 && s.Info().DroppedByClass.Inter == 0 {
+		if joinAt >= 21000 && s.Info().DroppedByClass.Inter == 0 {
 			t.Errorf("joined %d ms into the GOP: the burst measured by timestamps dropped nothing", joinAt)
 		}
 	}
@@ -90,7 +91,7 @@ func TestSlowViewerAfterBurst(t *testing.T) {
 	cfg := Config{ViewerQueue: time.Second, SlowViewerTimeout: time.Hour}
 	r, clock := manualClock(cfg)
 	// The burst (about 150 frames) is read, then the reader stops 1 s later.
-	s, _, _ := burstStream(t, r, clock, cfg, 1960, 220)
+	s, _, _ := burstStream(t, r, clock, cfg, 21960, 220)
 	d := s.Info().DroppedByClass
 	if d.Disposable == 0 || d.Inter == 0 || d.Key == 0 {
 		t.Fatalf("a viewer stalled for ~5 s lost only %+v", d)
@@ -102,7 +103,7 @@ func TestSlowViewerAfterBurst(t *testing.T) {
 	// One that never reads at all is closed after SlowViewerTimeout.
 	cfg.SlowViewerTimeout = 3 * time.Second
 	r, clock = manualClock(cfg)
-	s, _, _ = burstStream(t, r, clock, cfg, 1960, 0)
+	s, _, _ = burstStream(t, r, clock, cfg, 21960, 0)
 	if !errors.Is(s.Err(), ErrTooSlow) {
 		t.Fatalf("a viewer that never reads: Err = %v, want ErrTooSlow", s.Err())
 	}

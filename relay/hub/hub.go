@@ -174,7 +174,11 @@ func (h *Hub) Write(kind av.Kind, ts uint32, payload []byte) {
 	if !h.hasLast || int32(ts-h.lastTS) > 0 {
 		h.lastTS, h.hasLast = ts, true
 	}
-	h.fanout(f, h.arrival.arrive(h.lastTS, h.reg.now()))
+	at := ts
+	if f.Droppable() {
+		at = h.arrival.arrive(ts, h.reg.now())
+	}
+	h.fanout(f, at)
 }
 
 // rebase maps a timestamp of the session onto the hub's timeline.
