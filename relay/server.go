@@ -34,8 +34,8 @@ func (s *Server) Active() int {
 // Serve accepts on ln until ctx ends. It then stops accepting and gives open
 // connections up to drain to finish before closing them.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
-	connCtx, closeConns := context.WithCancel(context.WithoutCancel(ctx))
-	defer closeConns()
+	connCtx, closeConns := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer closeConns(nil)
 	cc := s.Conn
 	if cc.WriteBatch > 0 && cc.Flusher == nil {
 		// Write every connection in rounds of WriteBatch from a few
@@ -64,6 +64,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 		if s.MaxConns > 0 && s.active >= s.MaxConns {
 			s.mu.Unlock()
 			s.Log.Warn("connection limit reached, refusing", "remote", nc.RemoteAddr().String(), "max", s.MaxConns)
+			cc.Metrics.ConnectionRefused()
 			nc.Close()
 			continue
 		}
@@ -89,8 +90,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 		case <-done:
 		case <-time.After(drain):
 		}
+		// What is left had its drain: closed with that reason.
+		closeConns(rtmp.WithReason(rtmp.ReasonDrain, rtmp.ErrServerClosing))
 	}
-	closeConns()
+	closeConns(nil)
 	<-done
 	return err
 }

@@ -171,6 +171,10 @@ func newNode(cfg config.Config, log *slog.Logger) (*node, error) {
 // run serves until ctx ends, then drains and stops.
 func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 	n.server = &relay.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections}
+	n.server.Conn.Metrics = rtmp.NewMetrics() // closes, handshake failures, timeouts, refusals
+	if err := n.server.Conn.Metrics.Register(n.http.Registry); err != nil {
+		return err
+	}
 	pc, err := packagerConfig(n.cfg.HLS, n.log.With("component", "packager"), n.http.Registry)
 	if err != nil {
 		return err

@@ -226,7 +226,9 @@ func (h *Hub) fanout(f *av.Frame, at uint32) {
 			keep = append(keep, s)
 			continue
 		}
-		h.log.Warn("subscriber closed", "id", s.id, "addr", s.addr, "reason", reason)
+		// Logged at debug: the subscriber's owner logs the close once (an
+		// RTMP viewer's session, with this reason).
+		h.log.Debug("subscriber closed", "id", s.id, "addr", s.addr, "reason", reason)
 		h.retireLocked(s)
 	}
 	h.subs.Store(&keep)
