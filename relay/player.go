@@ -96,6 +96,12 @@ func (v *viewer) Poll(dst []*av.Frame, maxBytes int) ([]*av.Frame, error) {
 	if err == nil && len(frames) == 0 && v.expired.Load() {
 		err = errGraceExpired
 	}
+	if errors.Is(err, hub.ErrClosed) {
+		// Closed by the connection itself (the stream was stopped): a
+		// writer still holding it has nothing more to send, and no reason
+		// to close the connection.
+		err = nil
+	}
 	return frames, reasoned(err)
 }
 

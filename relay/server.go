@@ -18,6 +18,13 @@ type Server struct {
 	Log     *slog.Logger
 	// MaxConns bounds concurrent connections (0: unlimited).
 	MaxConns int
+	// Leave is what the server tells its players when it drains (their
+	// streams stop, they are told where to go, and get the drain to leave);
+	// downstream relays are not told (they keep their stream until the
+	// drain ends). Its Description defaults to "server draining".
+	Leave rtmp.LeaveNotice
+	// Skip, when set, excludes sessions from the notice (downstream relays).
+	Skip func(*rtmp.Session) bool
 
 	mu     sync.Mutex
 	active int
@@ -37,6 +44,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	connCtx, closeConns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer closeConns(nil)
 	cc := s.Conn
+	if cc.Sessions == nil {
+		cc.Sessions = rtmp.NewSessions()
+	}
 	if cc.WriteBatch > 0 && cc.Flusher == nil {
 		// Write every connection in rounds of WriteBatch from a few
 		// workers rather than from a goroutine per viewer.
@@ -85,7 +95,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	if drain > 0 {
-		s.Log.Info("draining RTMP connections", "open", s.Active(), "for", drain)
+		told := 0
+		n := s.Leave
+		if n.Description == "" {
+			n.Description = "server draining"
+		}
+		cc.Sessions.Each(func(ss *rtmp.Session) {
+			if s.Skip == nil || !s.Skip(ss) {
+				told += ss.Leave(n)
+			}
+		})
+		s.Log.Info("draining RTMP connections", "open", s.Active(), "viewers_told", told, "for", drain)
 		select {
 		case <-done:
 		case <-time.After(drain):

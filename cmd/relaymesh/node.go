@@ -103,6 +103,7 @@ type node struct {
 	server *relay.Server
 	src    packager.Source
 	pkg    *packager.Packager
+	leave  rtmp.LeaveNotice // what RTMP viewers are told on drain
 }
 
 // packagerConfig maps the config file's hls section.
@@ -170,7 +171,8 @@ func newNode(cfg config.Config, log *slog.Logger) (*node, error) {
 
 // run serves until ctx ends, then drains and stops.
 func (n *node) run(ctx context.Context, h rtmp.Handler) error {
-	n.server = &relay.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections}
+	n.server = &relay.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections,
+		Leave: n.leave, Skip: relay.IsRelay}
 	n.server.Conn.Metrics = rtmp.NewMetrics() // closes, handshake failures, timeouts, refusals
 	if err := n.server.Conn.Metrics.Register(n.http.Registry); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/relaymesh/relaymesh/internal/httpserver"
+	"github.com/relaymesh/relaymesh/internal/rtmp"
 	"github.com/relaymesh/relaymesh/packager"
 	"github.com/relaymesh/relaymesh/relay"
 	"github.com/relaymesh/relaymesh/relay/hub"
@@ -25,6 +26,7 @@ func runRelay(ctx context.Context, args []string) error {
 	location := fs.String("location", "", "location of this relay in the graph")
 	upstream := fs.String("upstream", "", "rtmp://HOST:PORT of the primary or a parent relay (required)")
 	linger := fs.Duration("linger", 0, "keep pulling a stream this long after its last viewer (default 30s)")
+	redirect := fs.String("redirect", "", "on drain, tell RTMP viewers to play again through this URL: a redirector (http://HOST:PORT) or a server (rtmp://HOST:PORT)")
 	var af agentFlags
 	af.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -46,14 +48,22 @@ func runRelay(ctx context.Context, args []string) error {
 	if *linger > 0 {
 		cfg.Relay.Linger = *linger
 	}
+	if *redirect != "" {
+		cfg.Relay.Redirect = *redirect
+	}
 	if cfg.Relay.ID == "" || cfg.Relay.Upstream == "" {
 		return errors.New("--id and --upstream are required")
+	}
+	redirectTo, err := relay.RedirectTo(cfg.Relay.Redirect)
+	if err != nil {
+		return err
 	}
 	log = log.With("role", "relay", "relay", cfg.Relay.ID)
 	n, err := newNode(cfg, log)
 	if err != nil {
 		return err
 	}
+	n.leave = rtmp.LeaveNotice{Description: "relay " + cfg.Relay.ID + " is draining", Redirect: redirectTo}
 	up, err := relay.NewUpstream(ctx, relay.UpstreamConfig{
 		URL: cfg.Relay.Upstream, RelayID: cfg.Relay.ID, Linger: cfg.Relay.Linger, Conn: connConfig(cfg.RTMP),
 	}, n.hubs, log)

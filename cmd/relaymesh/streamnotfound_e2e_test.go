@@ -56,26 +56,8 @@ func TestRelayAnswersNotFoundAfterUnpublish(t *testing.T) {
 	m := startMesh(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pub, err := rtmp.Dial(ctx, rtmp.URL{Host: m.primary.rtmp, App: "live"}, rtmp.ConnConfig{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close(nil)
-	sid, err := pub.Publish(ctx, "cam?key=s3cret")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := publishSynthetic(t, ctx, m.primary.rtmp, "cam?key=s3cret")
 	waitLive(t, m.primary, "live", "cam")
-	// A keyframe now and then, so that the relay's pull goes live.
-	go func() {
-		for ts := uint32(0); ctx.Err() == nil; ts += 40 {
-			if pub.Send(rtmp.Message{Type: rtmp.TypeVideo, StreamID: sid, Timestamp: ts,
-				Payload: []byte{0x17, 1, 0, 0, 0, 0, 0, 0, 1, 0x65}}) != nil {
-				return
-			}
-			time.Sleep(40 * time.Millisecond)
-		}
-	}()
 	v, err := rtmp.Dial(ctx, rtmp.URL{Host: m.r1.rtmp, App: "live"}, rtmp.ConnConfig{}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -119,4 +101,29 @@ func TestRelayAnswersNotFoundAfterUnpublish(t *testing.T) {
 	if st.Code != rtmp.CodePlayStreamNotFound || took > 3*time.Second {
 		t.Fatalf("new viewer after the stream ended upstream: %v after %v, want %s at once", err, took, rtmp.CodePlayStreamNotFound)
 	}
+}
+
+// publishSynthetic publishes live/name on addr with the project's client: a
+// small keyframe every 40 ms until ctx ends or the connection is closed.
+func publishSynthetic(t *testing.T, ctx context.Context, addr, name string) *rtmp.ClientConn {
+	t.Helper()
+	pub, err := rtmp.Dial(ctx, rtmp.URL{Host: addr, App: "live"}, rtmp.ConnConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pub.Close(nil) })
+	sid, err := pub.Publish(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for ts := uint32(0); ctx.Err() == nil; ts += 40 {
+			if pub.Send(rtmp.Message{Type: rtmp.TypeVideo, StreamID: sid, Timestamp: ts,
+				Payload: []byte{0x17, 1, 0, 0, 0, 0, 0, 0, 1, 0x65}}) != nil {
+				return
+			}
+			time.Sleep(40 * time.Millisecond)
+		}
+	}()
+	return pub
 }

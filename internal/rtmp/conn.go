@@ -46,6 +46,9 @@ type ConnConfig struct {
 	// Metrics, when set, counts what ends or refuses the server's
 	// connections (see Metrics).
 	Metrics *Metrics
+	// Sessions, when set, holds the server's open sessions (to tell them
+	// the server is going away, see Session.Leave).
+	Sessions *Sessions
 
 	// ConnectProps are extra properties a client sends in its connect
 	// command object (a relay marks itself so upstreams treat it as one).

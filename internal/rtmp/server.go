@@ -94,6 +94,8 @@ func Serve(ctx context.Context, nc net.Conn, cfg ConnConfig, h Handler, log *slo
 		return
 	}
 	s := &Session{ID: id, Conn: c, Log: log, publishers: map[uint32]Publisher{}, playing: map[uint32]string{}}
+	cfg.Sessions.add(s)
+	defer cfg.Sessions.remove(s)
 	serverCtx := ctx
 	ctx, cancel := c.Context(ctx)
 	defer cancel()
@@ -325,7 +327,9 @@ func (s *Session) connect(ctx context.Context, h Handler, cmd *Command) error {
 		s.Conn.CloseAfterFlush(err)
 		return nil
 	}
-	s.Connect = req
+	s.mu.Lock()
+	s.Connect = req // read under s.mu by Leave, from another goroutine
+	s.mu.Unlock()
 	s.Log = s.Log.With("app", req.App)
 	c := s.Conn
 	_ = c.Send(windowAckMessage(c.cfg.WindowAckSize))
