@@ -64,7 +64,11 @@ func runRelay(ctx context.Context, args []string) error {
 		return err
 	}
 	n.leave = rtmp.LeaveNotice{Description: "relay " + cfg.Relay.ID + " is draining", Redirect: redirectTo}
-	up, err := relay.NewUpstream(ctx, relay.UpstreamConfig{
+	// Pulls outlive the RTMP drain: viewers are told to leave first, and
+	// downstream relays keep their streams until the drain ends.
+	upCtx, stopPulls := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopPulls()
+	up, err := relay.NewUpstream(upCtx, relay.UpstreamConfig{
 		URL: cfg.Relay.Upstream, RelayID: cfg.Relay.ID, Linger: cfg.Relay.Linger, Conn: connConfig(cfg.RTMP),
 	}, n.hubs, log)
 	if err != nil {
