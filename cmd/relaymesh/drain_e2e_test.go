@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -128,5 +130,56 @@ func TestDrainTellsViewersWhereToGo(t *testing.T) {
 	}
 	if ex, _ := seen.closedInfo["ex"].(map[string]any); ex["redirect"] != "rtmp://edge.example:1935/live/cam" {
 		t.Errorf("close status ex %v", seen.closedInfo["ex"])
+	}
+}
+
+// TestDrainRealClients: what ffmpeg's and rtmpdump's players do when their
+// relay drains (docs/operations.md): both take NetStream.Play.UnpublishNotify
+// as the end of the stream and leave before the drain ends; rtmpdump logs
+// the description, which names where to play again.
+func TestDrainRealClients(t *testing.T) {
+	requireTool(t, "ffmpeg", "rtmpdump")
+	m := &mesh{}
+	m.primary = startNode(t, runPrimary, "", "--publish-key", "cam=s3cret")
+	r1 := startNode(t, runRelay, "", "--id", "r1", "--upstream", "rtmp://"+m.primary.rtmp, "--redirect", "http://redirector.example:8090")
+	startPublisher(t, m.publishURL(), 60*time.Second, 800)
+	waitLive(t, m.primary, "live", "cam")
+	url := "rtmp://" + r1.rtmp + "/live/cam"
+	type player struct {
+		name string
+		cmd  *exec.Cmd
+		out  *bytes.Buffer
+		done chan time.Time
+	}
+	players := []*player{
+		{name: "ffmpeg", cmd: exec.Command("ffmpeg", "-hide_banner", "-loglevel", "info", "-i", url, "-f", "null", "-")},
+		{name: "rtmpdump", cmd: exec.Command("rtmpdump", "-z", "-r", url, "-o", os.DevNull)},
+	}
+	for _, p := range players {
+		p.out, p.done = &bytes.Buffer{}, make(chan time.Time, 1)
+		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.cmd.Process.Kill() })
+		go func() { _ = p.cmd.Wait(); p.done <- time.Now() }()
+	}
+	waitFor(t, "both players playing", 15*time.Second, func() bool { return relayViewers(t, "http://"+r1.http, "live/cam") == 2 })
+	time.Sleep(2 * time.Second)
+	start := time.Now()
+	r1.cancel() // SIGTERM: drain (5 s by default)
+	for _, p := range players {
+		select {
+		case end := <-p.done:
+			t.Logf("%s left %v after the drain began", p.name, end.Sub(start).Round(time.Millisecond))
+			if end.Sub(start) > 4*time.Second {
+				t.Errorf("%s stayed until it was closed", p.name)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%s still running", p.name)
+		}
+	}
+	if out := players[1].out.String(); !strings.Contains(out, "http://redirector.example:8090/play/live/cam") {
+		t.Errorf("rtmpdump's log does not show where to play again:\n%s", tail(out, 2000))
 	}
 }
