@@ -105,3 +105,48 @@ func TestNonReadingViewersAllCounted(t *testing.T) {
 		t.Errorf("write timeouts %v, viewers closed by one %v", n, wto)
 	}
 }
+
+// A viewer that stops reading is closed as too slow by the hub (here before
+// the write timeout): counted under too_slow, once, though its connection
+// only goes at the write timeout (its status cannot get out).
+func TestTooSlowViewerCounted(t *testing.T) {
+	requireTool(t, "ffmpeg")
+	m := &mesh{}
+	m.primary = startNode(t, runPrimary, "", "--publish-key", "cam=s3cret")
+	cfg := filepath.Join(t.TempDir(), "relay.yaml")
+	if err := os.WriteFile(cfg, []byte("rtmp:\n  write_timeout: 6s\n  viewer_send_buffer: 16384\nhub:\n  slow_viewer_timeout: 1s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.r1 = startNode(t, runRelay, "", "--config", cfg, "--id", "r1", "--upstream", "rtmp://"+m.primary.rtmp)
+	startPublisher(t, m.publishURL(), 60*time.Second, 2400)
+	waitLive(t, m.primary, "live", "cam")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const viewers = 3
+	for i := range viewers {
+		nc, err := net.Dial("tcp", m.r1.rtmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = nc.(*net.TCPConn).SetReadBuffer(4096)
+		cc, err := rtmp.DialConn(ctx, nc, rtmp.URL{Host: m.r1.rtmp, App: "live"}, rtmp.ConnConfig{}, nil)
+		if err != nil {
+			t.Fatalf("viewer %d: %v", i, err)
+		}
+		t.Cleanup(func() { cc.Close(nil) })
+		if _, err := cc.Play(ctx, "cam"); err != nil {
+			t.Fatalf("viewer %d: %v", i, err)
+		}
+	}
+	waitFor(t, "every viewer closed and counted", 30*time.Second, func() bool {
+		return metricSum(t, m.r1, "relaymesh_rtmp_viewers_closed_total") >= viewers
+	})
+	time.Sleep(200 * time.Millisecond)
+	slow := metricSum(t, m.r1, "relaymesh_rtmp_viewers_closed_total", `reason="too_slow"`)
+	total := metricSum(t, m.r1, "relaymesh_rtmp_viewers_closed_total")
+	hubSlow := metricSum(t, m.r1, "relaymesh_hub_subscribers_closed_total", `reason="too_slow"`)
+	t.Logf("closed %v, too_slow %v; hub too_slow %v", total, slow, hubSlow)
+	if slow != viewers || total != viewers || hubSlow != viewers {
+		t.Fatalf("closes %v (too_slow %v, hub %v), want %d too slow", total, slow, hubSlow, viewers)
+	}
+}

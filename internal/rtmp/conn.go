@@ -535,7 +535,11 @@ func (c *Conn) writeLoop() {
 					c.cfg.Metrics.timedOut(timeoutWrite)
 					err = fmt.Errorf("%w: %w", ErrWriteTimeout, err)
 				}
-				c.Close(fmt.Errorf("%w: %w", errWrite, err))
+				err = fmt.Errorf("%w: %w", errWrite, err)
+				if failed != nil {
+					err = failed // a source ended first; its status did not get out
+				}
+				c.Close(err)
 				return
 			}
 			lastFlush = now
@@ -721,7 +725,13 @@ func (c *Conn) flushSome(now time.Time) bool {
 		c.stuckSince = now
 	} else if now.Sub(c.stuckSince) > c.cfg.WriteTimeout {
 		c.cfg.Metrics.timedOut(timeoutWrite)
-		c.Close(fmt.Errorf("%w: %w: peer took nothing for %v", errWrite, ErrWriteTimeout, c.cfg.WriteTimeout))
+		err := fmt.Errorf("%w: %w: peer took nothing for %v", errWrite, ErrWriteTimeout, c.cfg.WriteTimeout)
+		if c.failed != nil {
+			// A source ended first (the hub gave up on a viewer that does
+			// not read): that is why it goes; its status never got out.
+			err = c.failed
+		}
+		c.Close(err)
 		return false
 	}
 	return true

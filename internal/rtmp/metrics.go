@@ -166,10 +166,10 @@ func CloseReason(err error) string {
 		return ReasonShutdown
 	case errors.Is(err, ErrProtocol):
 		return ReasonProtocol
+	case isEOF(err):
+		return ReasonEOF // a write that found the peer gone included
 	case errors.Is(err, errWrite):
 		return ReasonWriteError
-	case isEOF(err):
-		return ReasonEOF
 	case errors.As(err, &ne) && ne.Timeout():
 		return ReasonIdleTimeout
 	case err == nil || errors.Is(err, ErrClosed):

@@ -3,9 +3,13 @@ package rtmp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -302,4 +306,35 @@ func counterValue(c prometheus.Counter) float64 {
 		panic(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// Every reason, from the errors a connection is closed with.
+func TestCloseReasonClassifies(t *testing.T) {
+	timeout := &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{io.EOF, ReasonEOF},
+		{fmt.Errorf("%w: %w", errWrite, syscall.EPIPE), ReasonEOF},
+		{fmt.Errorf("%w: %w", errWrite, syscall.ECONNRESET), ReasonEOF},
+		{fmt.Errorf("%w: %w", errWrite, syscall.EHOSTUNREACH), ReasonWriteError},
+		{fmt.Errorf("%w: %w: peer took nothing", errWrite, ErrWriteTimeout), ReasonWriteTimeout},
+		{fmt.Errorf("%w: %w", errWrite, fmt.Errorf("%w: %w", ErrWriteTimeout, timeout)), ReasonWriteTimeout},
+		{WithReason(ReasonTooSlow, errors.New("x")), ReasonTooSlow},
+		{WithReason(ReasonOverflow, errors.New("x")), ReasonOverflow},
+		{WithReason(ReasonStreamEnded, Status{"status", CodePlayStop, "x"}), ReasonStreamEnded},
+		{ErrControlQueueFull, ReasonControlQueue},
+		{timeout, ReasonIdleTimeout},
+		{protocolErr("short"), ReasonProtocol},
+		{WithReason(ReasonDrain, ErrServerClosing), ReasonDrain},
+		{ErrServerClosing, ReasonShutdown},
+		{ErrClosed, ReasonClosed},
+		{Status{"error", CodePublishBadName, "x"}, ReasonClosed},
+		{errors.New("something else"), ReasonOther},
+	} {
+		if got := CloseReason(c.err); got != c.want {
+			t.Errorf("CloseReason(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
 }
