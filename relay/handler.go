@@ -60,10 +60,11 @@ func (h *Handler) Publish(ctx context.Context, s *rtmp.Session, req *rtmp.Stream
 
 // IsRelay reports whether the session is a downstream relay.
 func IsRelay(s *rtmp.Session) bool {
-	if s.Connect == nil || s.Connect.Object == nil {
+	c := s.ConnectInfo() // also called from a draining server's goroutine
+	if c == nil || c.Object == nil {
 		return false
 	}
-	_, ok := s.Connect.Object[RelayMarker]
+	_, ok := c.Object[RelayMarker]
 	return ok
 }
 

@@ -71,12 +71,14 @@ const reconnectCap = 0x01
 // with tcUrl when the redirect is an rtmp URL. The connection stays open:
 // the server closes it when the peer has not left in time. Each stream's
 // end is logged and counted with reason drain. Leave reports how many
-// streams it stopped.
+// streams it stopped. Later plays on the session are refused
+// (NetStream.Play.Failed).
 func (s *Session) Leave(n LeaveNotice) int {
 	s.mu.Lock()
 	req := s.Connect
 	playing := s.playing
 	s.playing = map[uint32]string{}
+	s.leaving = true
 	s.mu.Unlock()
 	if req == nil || len(playing) == 0 {
 		return 0

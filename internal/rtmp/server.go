@@ -68,8 +68,17 @@ type Session struct {
 	nextStream uint32
 	publishers map[uint32]Publisher
 	playing    map[uint32]string // stream id → name of the stream played there
+	leaving    bool              // told to leave (Leave): no new plays
 	// Value is for the handler's own per-session state.
 	Value any
+}
+
+// ConnectInfo is the connect request (nil before connect); unlike the
+// Connect field it may be read from any goroutine.
+func (s *Session) ConnectInfo() *ConnectRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.Connect
 }
 
 // Notify is the channel media sources of this session signal.
@@ -397,6 +406,12 @@ func (s *Session) play(ctx context.Context, h Handler, cmd *Command) error {
 	req, err := s.streamRequest(cmd)
 	if err == nil && cmd.StreamID == 0 {
 		err = Status{"error", CodePlayFailed, "play on stream 0"}
+	}
+	s.mu.Lock()
+	leaving := s.leaving
+	s.mu.Unlock()
+	if err == nil && leaving {
+		err = Status{"error", CodePlayFailed, "server going away: play elsewhere"}
 	}
 	var src MediaSource
 	if err == nil {
