@@ -336,10 +336,10 @@ func (s *Session) connect(ctx context.Context, h Handler, cmd *Command) error {
 		s.Conn.CloseAfterFlush(err)
 		return nil
 	}
+	s.Log = s.Log.With("app", req.App)
 	s.mu.Lock()
 	s.Connect = req // read under s.mu by Leave, from another goroutine
 	s.mu.Unlock()
-	s.Log = s.Log.With("app", req.App)
 	c := s.Conn
 	_ = c.Send(windowAckMessage(c.cfg.WindowAckSize))
 	_ = c.Send(peerBandwidthMessage(c.cfg.WindowAckSize))

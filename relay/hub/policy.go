@@ -32,9 +32,10 @@ func (s *Subscriber) level(at uint32) int {
 }
 
 // offer applies the subscriber's policy to f, which arrived in the hub at
-// media time at, and queues it or counts it as dropped. It reports whether the reader has to be woken (the queue was
-// empty) and, when the subscriber has to be closed, the reason. The hub calls
-// it with hub.mu held, for every subscriber, in stream order.
+// media time at, and queues it or counts it as dropped. It reports whether
+// the reader has to be woken (the queue was empty) and, when the subscriber
+// has to be closed, the reason. The hub calls it with hub.mu held, for every
+// subscriber, in stream order.
 func (s *Subscriber) offer(f *av.Frame, at uint32) (wake bool, fail error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
