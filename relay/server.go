@@ -38,8 +38,10 @@ func (s *Server) Active() int {
 	return s.active
 }
 
-// Serve accepts on ln until ctx ends. It then stops accepting and gives open
-// connections up to drain to finish before closing them.
+// Serve accepts on ln until ctx ends. It then tells its players to leave
+// (Leave), stops accepting (with a redirect configured: once no connection
+// is left, a client connecting meanwhile is refused with the redirect) and
+// gives open connections up to drain to finish before closing them.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
 	connCtx, closeConns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer closeConns(nil)
@@ -52,8 +54,26 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 		// workers rather than from a goroutine per viewer.
 		cc.Flusher = rtmp.NewFlusher(connCtx, cc.WriteBatch, 0)
 	}
+	drainEnd := make(chan time.Time, 1)
 	go func() {
 		<-ctx.Done()
+		drainEnd <- time.Now().Add(drain)
+		if drain > 0 {
+			n := s.Leave
+			if n.Description == "" {
+				n.Description = "server draining"
+			}
+			told := cc.Sessions.Leave(n, s.Skip)
+			s.Log.Info("draining RTMP connections", "open", s.Active(), "viewers_told", told, "for", drain)
+			if n.Redirect != nil || n.ConnectRedirect != nil {
+				// Keep accepting while connections remain: a client that
+				// connects again here is told where to go.
+				deadline := time.Now().Add(drain)
+				for s.Active() > 0 && time.Now().Before(deadline) {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		}
 		ln.Close()
 	}()
 	var err error
@@ -94,21 +114,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	// Drain: let connections end on their own for a while, then close them.
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
+	var end time.Time
+	select {
+	case end = <-drainEnd:
+	default: // the listener failed
+		end = time.Now().Add(drain)
+	}
 	if drain > 0 {
-		told := 0
-		n := s.Leave
-		if n.Description == "" {
-			n.Description = "server draining"
-		}
-		cc.Sessions.Each(func(ss *rtmp.Session) {
-			if s.Skip == nil || !s.Skip(ss) {
-				told += ss.Leave(n)
-			}
-		})
-		s.Log.Info("draining RTMP connections", "open", s.Active(), "viewers_told", told, "for", drain)
 		select {
 		case <-done:
-		case <-time.After(drain):
+		case <-time.After(time.Until(end)):
 		}
 		// What is left had its drain: closed with that reason.
 		closeConns(rtmp.WithReason(rtmp.ReasonDrain, rtmp.ErrServerClosing))

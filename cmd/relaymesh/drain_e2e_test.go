@@ -124,7 +124,20 @@ func TestDrainTellsViewersWhereToGo(t *testing.T) {
 	// A client announcing Enhanced RTMP's reconnect capability is asked to
 	// reconnect, to the rtmp redirect's tcUrl.
 	r2 := startNode(t, runRelay, "", "--id", "r2", "--upstream", "rtmp://"+m.primary.rtmp, "--redirect", "rtmp://edge.example:1935")
-	seen = watchDrain(t, r2.rtmp, map[string]any{"capsEx": 1.0}, r2.cancel)
+	var reconnectErr error
+	seen = watchDrain(t, r2.rtmp, map[string]any{"capsEx": 1.0}, func() {
+		r2.cancel()
+		time.Sleep(200 * time.Millisecond)
+		// A client connecting during the drain is redirected at connect.
+		var cc *rtmp.ClientConn
+		cc, reconnectErr = rtmp.Dial(context.Background(), rtmp.URL{Host: r2.rtmp, App: "live"}, rtmp.ConnConfig{}, nil)
+		if cc != nil {
+			cc.Close(nil)
+		}
+	})
+	if reconnectErr == nil || !strings.Contains(reconnectErr.Error(), rtmp.CodeConnectRejected) || !strings.Contains(reconnectErr.Error(), "rtmp://edge.example:1935/live") {
+		t.Errorf("connect during the drain: %v, want %s naming rtmp://edge.example:1935/live", reconnectErr, rtmp.CodeConnectRejected)
+	}
 	if seen.reconnect.Code != rtmp.CodeReconnectRequest || seen.reconnectInfo["tcUrl"] != "rtmp://edge.example:1935/live" {
 		t.Errorf("reconnect request %+v %v, want tcUrl rtmp://edge.example:1935/live", seen.reconnect, seen.reconnectInfo)
 	}
@@ -181,5 +194,52 @@ func TestDrainRealClients(t *testing.T) {
 	}
 	if out := players[1].out.String(); !strings.Contains(out, "http://redirector.example:8090/play/live/cam") {
 		t.Errorf("rtmpdump's log does not show where to play again:\n%s", tail(out, 2000))
+	}
+}
+
+// TestDrainConnectRedirectRealClients: what ffmpeg and rtmpdump do with the
+// FMS connect redirect of a draining relay (NetConnection.Connect.Rejected,
+// ex.code 302, ex.redirect naming a live relay): logged for
+// docs/operations.md; neither follows it.
+func TestDrainConnectRedirectRealClients(t *testing.T) {
+	requireTool(t, "ffmpeg", "rtmpdump")
+	m := &mesh{}
+	m.primary = startNode(t, runPrimary, "", "--publish-key", "cam=s3cret")
+	r2 := startNode(t, runRelay, "", "--id", "r2", "--upstream", "rtmp://"+m.primary.rtmp)
+	r1 := startNode(t, runRelay, "", "--id", "r1", "--upstream", "rtmp://"+m.primary.rtmp, "--redirect", "rtmp://"+r2.rtmp)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	publishSynthetic(t, ctx, m.primary.rtmp, "cam?key=s3cret")
+	waitLive(t, m.primary, "live", "cam")
+	// A connection that stays: the draining relay keeps accepting while
+	// connections remain.
+	hold, err := rtmp.Dial(ctx, rtmp.URL{Host: r1.rtmp, App: "live"}, rtmp.ConnConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close(nil)
+	r1.cancel()
+	time.Sleep(200 * time.Millisecond)
+	url := "rtmp://" + r1.rtmp + "/live/cam"
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"ffmpeg", []string{"-hide_banner", "-loglevel", "info", "-i", url, "-t", "1", "-f", "null", "-"}},
+		{"rtmpdump", []string{"-z", "-r", url, "-o", os.DevNull, "--stop", "1"}},
+	} {
+		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+		out, err := exec.CommandContext(cctx, c.name, c.args...).CombinedOutput()
+		ccancel()
+		var said []string
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, "Rejected") || strings.Contains(line, "draining") || strings.Contains(line, "redirect") {
+				said = append(said, strings.TrimSpace(line))
+			}
+		}
+		t.Logf("%s connecting to the draining relay: %v; it logged %q", c.name, err, said)
+		if len(said) == 0 {
+			t.Errorf("%s's output does not show the rejection:\n%s", c.name, tail(string(out), 2000))
+		}
 	}
 }

@@ -63,7 +63,7 @@ func runRelay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	n.leave = rtmp.LeaveNotice{Description: "relay " + cfg.Relay.ID + " is draining", Redirect: redirectTo}
+	n.leave = rtmp.LeaveNotice{Description: "relay " + cfg.Relay.ID + " is draining", Redirect: redirectTo.Play, ConnectRedirect: redirectTo.Connect}
 	// Pulls outlive the RTMP drain: viewers are told to leave first, and
 	// downstream relays keep their streams until the drain ends.
 	upCtx, stopPulls := context.WithCancel(context.WithoutCancel(ctx))

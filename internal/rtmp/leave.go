@@ -8,8 +8,9 @@ import (
 // Sessions is the set of a server's open sessions (ConnConfig.Sessions). A
 // nil *Sessions holds nothing.
 type Sessions struct {
-	mu sync.Mutex
-	m  map[*Session]struct{}
+	mu    sync.Mutex
+	m     map[*Session]struct{}
+	leave *LeaveNotice // set by Leave: sessions added later are refused at connect
 }
 
 // NewSessions returns an empty set.
@@ -19,8 +20,31 @@ func (ss *Sessions) add(s *Session) {
 	if ss != nil {
 		ss.mu.Lock()
 		ss.m[s] = struct{}{}
+		if ss.leave != nil {
+			s.leaving, s.notice = true, *ss.leave // s is not shared yet
+		}
 		ss.mu.Unlock()
 	}
+}
+
+// Leave tells every open session but the skipped ones to leave
+// (Session.Leave), and has sessions that open from now on refused at
+// connect, with the notice's redirect. It reports how many streams it
+// stopped.
+func (ss *Sessions) Leave(n LeaveNotice, skip func(*Session) bool) int {
+	if ss == nil {
+		return 0
+	}
+	ss.mu.Lock()
+	ss.leave = &n
+	ss.mu.Unlock()
+	told := 0
+	ss.Each(func(s *Session) {
+		if skip == nil || !skip(s) {
+			told += s.Leave(n)
+		}
+	})
+	return told
 }
 
 func (ss *Sessions) remove(s *Session) {
@@ -55,6 +79,10 @@ type LeaveNotice struct {
 	// an http(s) URL (a redirector's /play) or an rtmp URL (a server that
 	// plays the stream); "" for nowhere.
 	Redirect func(app, name string) string
+	// ConnectRedirect, when set, returns the connection URL (rtmp://host/app)
+	// that a client connecting to app is sent to: the FMS redirect of a
+	// connect (NetConnection.Connect.Rejected, ex.code 302, ex.redirect).
+	ConnectRedirect func(app string) string
 }
 
 // reconnectCap is the Reconnect bit of the connect command's capsEx
@@ -72,13 +100,15 @@ const reconnectCap = 0x01
 // the server closes it when the peer has not left in time. Each stream's
 // end is logged and counted with reason drain. Leave reports how many
 // streams it stopped. Later plays on the session are refused
-// (NetStream.Play.Failed).
+// (NetStream.Play.Failed), and a connect not made yet gets
+// NetConnection.Connect.Rejected with the connect redirect (see
+// rejectConnect).
 func (s *Session) Leave(n LeaveNotice) int {
 	s.mu.Lock()
 	req := s.Connect
 	playing := s.playing
 	s.playing = map[uint32]string{}
-	s.leaving = true
+	s.leaving, s.notice = true, n
 	s.mu.Unlock()
 	if req == nil || len(playing) == 0 {
 		return 0
@@ -121,4 +151,25 @@ func (s *Session) Leave(n LeaveNotice) int {
 	}
 	_ = s.Conn.SendCommand(0, "onStatus", 0.0, nil, info)
 	return len(playing)
+}
+
+// rejectConnect answers the connect of a session told to leave:
+// NetConnection.Connect.Rejected, with ex.code 302 and ex.redirect (and
+// redirect) naming the connection URL to use instead when there is one, as
+// FMS's application.redirectConnection does.
+func (s *Session) rejectConnect(txid float64, app string, n LeaveNotice) {
+	desc := n.Description
+	info := map[string]any{"level": "error", "code": CodeConnectRejected}
+	if n.ConnectRedirect != nil {
+		if u := n.ConnectRedirect(app); u != "" {
+			desc += ": connect to " + u
+			info["redirect"] = u
+			info["ex"] = map[string]any{"code": 302.0, "redirect": u}
+		}
+	}
+	info["description"] = desc
+	s.Conn.cfg.Metrics.commandRefused("connect", CodeConnectRejected)
+	s.Log.Info("connect refused", "app", app, "code", CodeConnectRejected, "reason", desc)
+	_ = s.Conn.SendCommand(0, "_error", txid, nil, info)
+	s.Conn.CloseAfterFlush(WithReason(ReasonDrain, ErrServerClosing))
 }

@@ -3,6 +3,7 @@ package rtmp
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -70,4 +71,49 @@ func TestLeave(t *testing.T) {
 	if got := ts.log.get(); len(got) != 1 || got[0] != ReasonDrain {
 		t.Fatalf("logged %q", got)
 	}
+}
+
+// After Sessions.Leave, a client that connects is refused with the FMS
+// connect redirect: NetConnection.Connect.Rejected, ex.code 302, ex.redirect.
+func TestConnectRedirectWhileLeaving(t *testing.T) {
+	sessions := NewSessions()
+	ts := startTestServer(t, ConnConfig{Sessions: sessions}, &testHandler{src: func(*Session) MediaSource { return &memSource{} }})
+	sessions.Leave(LeaveNotice{Description: "going away", ConnectRedirect: func(app string) string { return "rtmp://edge.example/" + app }}, nil)
+	r := dialTestRaw(t, ts.addr)
+	if err := r.SendCommand(0, "connect", 1.0, map[string]any{"app": "live", "tcUrl": "rtmp://x/live"}); err != nil {
+		t.Fatal(err)
+	}
+	r.SetReadTimeout(5 * time.Second)
+	for {
+		m, err := r.ReadMessage()
+		if err != nil {
+			t.Fatalf("no answer to connect: %v", err)
+		}
+		c, err := ParseCommand(m)
+		if err != nil || c.Name != "_error" {
+			continue
+		}
+		info := c.Args[len(c.Args)-1].(map[string]any)
+		ex, _ := info["ex"].(map[string]any)
+		if info["code"] != CodeConnectRejected || ex["code"] != 302.0 || ex["redirect"] != "rtmp://edge.example/live" {
+			t.Fatalf("connect answered %v", info)
+		}
+		break
+	}
+	waitCount(t, "refused connects", func() float64 { return counterValue(ts.m.refused.WithLabelValues("connect", CodeConnectRejected)) }, 1)
+}
+
+// dialTestRaw connects and hands shakes, without the connect command.
+func dialTestRaw(t *testing.T, addr string) *Conn {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Client(nc, ConnConfig{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(nil) })
+	return c
 }

@@ -68,7 +68,8 @@ type Session struct {
 	nextStream uint32
 	publishers map[uint32]Publisher
 	playing    map[uint32]string // stream id → name of the stream played there
-	leaving    bool              // told to leave (Leave): no new plays
+	leaving    bool              // told to leave (Leave): no new plays, no connect
+	notice     LeaveNotice       // what it was told
 	// Value is for the handler's own per-session state.
 	Value any
 }
@@ -325,6 +326,13 @@ func (s *Session) connect(ctx context.Context, h Handler, cmd *Command) error {
 		_ = s.Conn.SendCommand(0, "_error", cmd.TransactionID, nil, map[string]any{
 			"level": "error", "code": CodeConnectRejected, "description": "no application name"})
 		s.Conn.CloseAfterFlush(errors.New("connect without app"))
+		return nil
+	}
+	s.mu.Lock()
+	leaving, notice := s.leaving, s.notice
+	s.mu.Unlock()
+	if leaving {
+		s.rejectConnect(cmd.TransactionID, req.App, notice)
 		return nil
 	}
 	if err := h.Connect(ctx, s, req); err != nil {
