@@ -15,9 +15,9 @@ import (
 // The reader stalls from frame stallFrom on (-1: never) and otherwise reads
 // whatever is queued every 100 ms of wall time, but never during the burst
 // (the writer is not scheduled before the whole burst is queued).
-func burstStream(t *testing.T, r *Registry, clock *int64, cfg Config, joinAt uint32, stallFrom int) (*Subscriber, []written, int) {
+func burstStream(t *testing.T, r *Registry, clock *int64, gop int, joinAt uint32, stallFrom int) (*Subscriber, []written, int) {
 	t.Helper()
-	in := synthStream(30, 50) // 2 s GOPs
+	in := synthStream(30, gop) // 25 fps: 50 frames are 2 s
 	h := r.Acquire("live", t.Name())
 	t.Cleanup(h.Release)
 	s := h.Subscribe(SubscribeOptions{ID: "first-viewer"})
@@ -66,7 +66,7 @@ func manualClock(cfg Config) (*Registry, *int64) {
 func TestUpstreamBurstIsNotBacklog(t *testing.T) {
 	for _, joinAt := range []uint32{20300, 21000, 21960} {
 		r, clock := manualClock(Config{})
-		s, in, got := burstStream(t, r, clock, Config{}, joinAt, -1)
+		s, in, got := burstStream(t, r, clock, 50, joinAt, -1)
 		if in := s.Info(); in.Dropped != 0 {
 			t.Errorf("joined %d ms into the GOP: %d frames dropped %+v", joinAt, in.Dropped, in.DroppedByClass)
 		}
@@ -78,10 +78,28 @@ func TestUpstreamBurstIsNotBacklog(t *testing.T) {
 		// is a backlog: the test reproduces the loss.
 		old := newTestRegistry(Config{})
 		var unused int64
-		s, _, _ = burstStream(t, old, &unused, Config{}, joinAt, -1)
+		s, _, _ = burstStream(t, old, &unused, 50, joinAt, -1)
 		if joinAt >= 21000 && s.Info().DroppedByClass.Inter == 0 {
 			t.Errorf("joined %d ms into the GOP: the burst measured by timestamps dropped nothing", joinAt)
 		}
+	}
+}
+
+// A long GOP (8 s: 200 video frames and 350 of audio in the burst) is more
+// than a quarter of ViewerQueueFrames (1024): frames that arrive together
+// do not count by number either.
+func TestLongGOPBurstIsNotBacklog(t *testing.T) {
+	r, clock := manualClock(Config{})
+	s, in, got := burstStream(t, r, clock, 200, 23900, -1)
+	if info := s.Info(); info.Dropped != 0 || got != len(in)+1 {
+		t.Fatalf("%d frames dropped %+v, %d of %d received", info.Dropped, info.DroppedByClass, got-1, len(in))
+	}
+	// The frame bound still holds for a reader that stops: 64 frames of
+	// media waiting (here: all arrived at once, then waited) are too many.
+	r, clock = manualClock(Config{ViewerQueue: time.Hour, ViewerQueueFrames: 64, SlowViewerTimeout: time.Hour})
+	s, _, _ = burstStream(t, r, clock, 200, 23900, 0)
+	if d := s.Info().DroppedByClass; d.Disposable == 0 || d.Inter == 0 {
+		t.Fatalf("a reader that never reads lost only %+v", d)
 	}
 }
 
@@ -91,7 +109,7 @@ func TestSlowViewerAfterBurst(t *testing.T) {
 	cfg := Config{ViewerQueue: time.Second, SlowViewerTimeout: time.Hour}
 	r, clock := manualClock(cfg)
 	// The burst (about 150 frames) is read, then the reader stops 1 s later.
-	s, _, _ := burstStream(t, r, clock, cfg, 21960, 220)
+	s, _, _ := burstStream(t, r, clock, 50, 21960, 220)
 	d := s.Info().DroppedByClass
 	if d.Disposable == 0 || d.Inter == 0 || d.Key == 0 {
 		t.Fatalf("a viewer stalled for ~5 s lost only %+v", d)
@@ -103,7 +121,7 @@ func TestSlowViewerAfterBurst(t *testing.T) {
 	// One that never reads at all is closed after SlowViewerTimeout.
 	cfg.SlowViewerTimeout = 3 * time.Second
 	r, clock = manualClock(cfg)
-	s, _, _ = burstStream(t, r, clock, cfg, 21960, 0)
+	s, _, _ = burstStream(t, r, clock, 50, 21960, 0)
 	if !errors.Is(s.Err(), ErrTooSlow) {
 		t.Fatalf("a viewer that never reads: Err = %v, want ErrTooSlow", s.Err())
 	}

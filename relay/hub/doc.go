@@ -36,6 +36,9 @@
 // publisher catching up after a stall) share one arrival time, so only what
 // the viewer leaves waiting counts, not what it could not have read yet.
 // Media arriving faster than real time earns at most 10 s of such credit.
+// Likewise a media frame counts toward ViewerQueueFrames only once it has
+// waited longer than the write batch plus 100 ms (a long GOP cache can be
+// more than a quarter of the bound), and a full queue drops all media.
 //
 //	≥ 1/4  disposable video is dropped (nothing references it)
 //	≥ 1/2  every non-key video frame is dropped; the viewer waits for a

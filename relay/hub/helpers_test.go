@@ -65,7 +65,7 @@ func appendNum(p []byte, key string, v float64) []byte {
 func newTestRegistry(cfg Config) *Registry {
 	r := NewRegistry(cfg, nil)
 	var now atomic.Int64
-	r.now = func() int64 { return now.Add(1 << 30) }
+	r.now = func() int64 { return now.Add(1 << 16) } // 65 s: beyond maxBurst, within uint32 serial range for any queue
 	return r
 }
 

@@ -112,7 +112,7 @@ func (h *Hub) Begin(info PublisherInfo) {
 	h.params = streamParams{}
 	h.rate.reset()
 	h.log.Info("publish begins", "addr", info.Addr, "id", info.ID, "session", h.sessions)
-	h.fanout(av.NewEvent(av.EventPublish, h.lastTS), h.lastTS)
+	h.fanout(av.NewEvent(av.EventPublish, h.lastTS), h.lastTS, 0)
 }
 
 // End ends the publishing session: subscribers receive av.EventUnpublish
@@ -134,7 +134,7 @@ func (h *Hub) endLocked() {
 	h.meta, h.vseq, h.aseq = nil, nil, nil
 	h.gop.reset()
 	h.log.Info("publish ends", "addr", h.pub.Addr, "id", h.pub.ID, "session", h.sessions)
-	h.fanout(av.NewEvent(av.EventUnpublish, h.lastTS), h.lastTS)
+	h.fanout(av.NewEvent(av.EventUnpublish, h.lastTS), h.lastTS, 0)
 }
 
 // Write adds one frame of the current session: it copies payload, classifies
@@ -174,11 +174,12 @@ func (h *Hub) Write(kind av.Kind, ts uint32, payload []byte) {
 	if !h.hasLast || int32(ts-h.lastTS) > 0 {
 		h.lastTS, h.hasLast = ts, true
 	}
-	at := ts
+	at, wall := ts, uint32(0)
 	if f.Droppable() {
-		at = h.arrival.arrive(ts, h.reg.now())
+		now := h.reg.now()
+		at, wall = h.arrival.arrive(ts, now), uint32(now)
 	}
-	h.fanout(f, at)
+	h.fanout(f, at, wall)
 }
 
 // rebase maps a timestamp of the session onto the hub's timeline.
@@ -196,13 +197,14 @@ func (h *Hub) rebase(ts uint32) uint32 {
 	return out
 }
 
-// fanout offers f, which arrived at media time at (see arrivalClock), to
-// every subscriber and drops those the policy closes. h.mu is held.
-func (h *Hub) fanout(f *av.Frame, at uint32) {
+// fanout offers f, which arrived at media time at (see arrivalClock) and
+// wall time wall (ms), to every subscriber and drops those the policy
+// closes. h.mu is held.
+func (h *Hub) fanout(f *av.Frame, at, wall uint32) {
 	subs := *h.subs.Load()
 	failed := 0
 	for _, s := range subs {
-		wake, fail := s.offer(f, at)
+		wake, fail := s.offer(f, at, wall)
 		if fail != nil {
 			s.mu.Lock()
 			s.closeLocked(fail, fail)
@@ -292,7 +294,7 @@ func (h *Hub) Subscribe(o SubscribeOptions) *Subscriber {
 	}
 	s.q = newQueue(len(burst)+initialQueue, bound, !o.Lossless)
 	for _, f := range burst {
-		s.q.push(f, true, 0)
+		s.q.push(f, true, 0, 0)
 	}
 	old := *h.subs.Load()
 	subs := make([]*Subscriber, len(old), len(old)+1)
