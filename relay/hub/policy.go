@@ -23,11 +23,14 @@ func (s *Subscriber) level(at, wall uint32) int {
 	if s.q.full() {
 		return levelFull
 	}
-	waited := s.q.live() - s.q.tsN // never-dropped frames after the join burst
-	if s.q.tsN > 0 {
-		waited += s.q.waitedSince(wall - uint32(s.batchMS) - burstWaitMS)
+	lv := 0
+	if live := s.q.live(); live*4 >= s.limit { // else no count reaches a level
+		waited := live - s.q.tsN // never-dropped frames after the join burst
+		if s.q.tsN > 0 {
+			waited += s.q.waitedSince(wall - uint32(s.batchMS) - burstWaitMS)
+		}
+		lv = waited * 4 / s.limit
 	}
-	lv := waited * 4 / s.limit
 	if oldest, ok := s.q.oldestTS(); ok && s.queueMS > 0 {
 		// Serial arithmetic (wraps at 2^32 ms); what waits for the writer's
 		// batch is no backlog.
