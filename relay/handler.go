@@ -77,7 +77,9 @@ func (h *Handler) Publish(ctx context.Context, s *rtmp.Session, req *rtmp.Stream
 }
 
 // IsRelay reports whether the session is a downstream relay.
-func IsRelay(s *rtmp.Session) bool { return s.Connect.FromRelay() }
+func IsRelay(s *rtmp.Session) bool {
+	return s.ConnectInfo().FromRelay() // also called from a draining server's goroutine
+}
 
 // Play serves a viewer (drop policy) or a downstream relay (every frame)
 // from the stream's hub, pulling it from upstream first on a relay.
@@ -89,6 +91,11 @@ func (h *Handler) Play(ctx context.Context, s *rtmp.Session, req *rtmp.StreamReq
 			}
 			return nil, rtmp.Status{Level: "error", Code: rtmp.CodePlayStreamNotFound, Description: "upstream: " + err.Error()}
 		}
+	} else if !published(h.o.Hubs.Lookup(req.App, req.Name)) {
+		// The primary: nobody publishes the stream, and nobody waits for
+		// its broadcaster to come back (Grace). Say so at once rather than
+		// let the player wait for a stream that may never come.
+		return nil, rtmp.Status{Level: "error", Code: rtmp.CodePlayStreamNotFound, Description: req.App + "/" + req.Name + " is not published"}
 	}
 	hb := h.o.Hubs.Acquire(req.App, req.Name)
 	kind := "viewer"
@@ -97,6 +104,12 @@ func (h *Handler) Play(ctx context.Context, s *rtmp.Session, req *rtmp.StreamReq
 	}
 	s.Log.Debug("subscribing", "stream", req.App+"/"+req.Name, "as", kind)
 	return newViewer(hb, s.Notify(), hub.SubscribeOptions{Lossless: IsRelay(s), ID: s.ID, Addr: s.RemoteAddr()}, h.o.Grace), nil
+}
+
+// published reports whether a primary's hub has a broadcaster, or viewers
+// that wait for it within the grace period after it left.
+func published(hb *hub.Hub) bool {
+	return hb != nil && (hb.Live() || hb.SubscriberCount() > 0)
 }
 
 // Message passes shared-object and RPC traffic to Options.Sessions.

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,7 +27,20 @@ type viewer struct {
 	once    sync.Once
 }
 
-var errGraceExpired = rtmp.Status{Level: "status", Code: rtmp.CodePlayStop, Description: "the broadcaster did not come back"}
+var errGraceExpired = rtmp.WithReason(rtmp.ReasonStreamEnded,
+	rtmp.Status{Level: "status", Code: rtmp.CodePlayStop, Description: "the broadcaster did not come back"})
+
+// reasoned names the hub's reasons for closing a subscriber for the
+// connection's close log and metrics.
+func reasoned(err error) error {
+	switch {
+	case errors.Is(err, hub.ErrTooSlow):
+		return rtmp.WithReason(rtmp.ReasonTooSlow, err)
+	case errors.Is(err, hub.ErrOverflow):
+		return rtmp.WithReason(rtmp.ReasonOverflow, err)
+	}
+	return err
+}
 
 func newViewer(h *hub.Hub, notify chan struct{}, o hub.SubscribeOptions, grace time.Duration) *viewer {
 	o.Notify = notify
@@ -82,13 +96,19 @@ func (v *viewer) Poll(dst []*av.Frame, maxBytes int) ([]*av.Frame, error) {
 	if err == nil && len(frames) == 0 && v.expired.Load() {
 		err = errGraceExpired
 	}
-	return frames, err
+	if errors.Is(err, hub.ErrClosed) {
+		// Closed by the connection itself (the stream was stopped): a
+		// writer still holding it has nothing more to send, and no reason
+		// to close the connection.
+		err = nil
+	}
+	return frames, reasoned(err)
 }
 
 // Err implements rtmp.MediaSource.
 func (v *viewer) Err() error {
 	if err := v.sub.Err(); err != nil {
-		return err
+		return reasoned(err)
 	}
 	if v.expired.Load() {
 		return errGraceExpired

@@ -18,6 +18,13 @@ type Server struct {
 	Log     *slog.Logger
 	// MaxConns bounds concurrent connections (0: unlimited).
 	MaxConns int
+	// Leave is what the server tells its players when it drains (their
+	// streams stop, they are told where to go, and get the drain to leave);
+	// downstream relays are not told (they keep their stream until the
+	// drain ends). Its Description defaults to "server draining".
+	Leave rtmp.LeaveNotice
+	// Skip, when set, excludes sessions from the notice (downstream relays).
+	Skip func(*rtmp.Session) bool
 
 	mu     sync.Mutex
 	active int
@@ -31,19 +38,42 @@ func (s *Server) Active() int {
 	return s.active
 }
 
-// Serve accepts on ln until ctx ends. It then stops accepting and gives open
-// connections up to drain to finish before closing them.
+// Serve accepts on ln until ctx ends. It then tells its players to leave
+// (Leave), stops accepting (with a redirect configured: once no connection
+// is left, a client connecting meanwhile is refused with the redirect) and
+// gives open connections up to drain to finish before closing them.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
-	connCtx, closeConns := context.WithCancel(context.WithoutCancel(ctx))
-	defer closeConns()
+	connCtx, closeConns := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer closeConns(nil)
 	cc := s.Conn
+	if cc.Sessions == nil {
+		cc.Sessions = rtmp.NewSessions()
+	}
 	if cc.WriteBatch > 0 && cc.Flusher == nil {
 		// Write every connection in rounds of WriteBatch from a few
 		// workers rather than from a goroutine per viewer.
 		cc.Flusher = rtmp.NewFlusher(connCtx, cc.WriteBatch, 0)
 	}
+	drainEnd := make(chan time.Time, 1)
 	go func() {
 		<-ctx.Done()
+		drainEnd <- time.Now().Add(drain)
+		if drain > 0 {
+			n := s.Leave
+			if n.Description == "" {
+				n.Description = "server draining"
+			}
+			told := cc.Sessions.Leave(n, s.Skip)
+			s.Log.Info("draining RTMP connections", "open", s.Active(), "viewers_told", told, "for", drain)
+			if n.Redirect != nil || n.ConnectRedirect != nil {
+				// Keep accepting while connections remain: a client that
+				// connects again here is told where to go.
+				deadline := time.Now().Add(drain)
+				for s.Active() > 0 && time.Now().Before(deadline) {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		}
 		ln.Close()
 	}()
 	var err error
@@ -64,6 +94,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 		if s.MaxConns > 0 && s.active >= s.MaxConns {
 			s.mu.Unlock()
 			s.Log.Warn("connection limit reached, refusing", "remote", nc.RemoteAddr().String(), "max", s.MaxConns)
+			cc.Metrics.ConnectionRefused()
 			nc.Close()
 			continue
 		}
@@ -83,14 +114,21 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	// Drain: let connections end on their own for a while, then close them.
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
+	var end time.Time
+	select {
+	case end = <-drainEnd:
+	default: // the listener failed
+		end = time.Now().Add(drain)
+	}
 	if drain > 0 {
-		s.Log.Info("draining RTMP connections", "open", s.Active(), "for", drain)
 		select {
 		case <-done:
-		case <-time.After(drain):
+		case <-time.After(time.Until(end)):
 		}
+		// What is left had its drain: closed with that reason.
+		closeConns(rtmp.WithReason(rtmp.ReasonDrain, rtmp.ErrServerClosing))
 	}
-	closeConns()
+	closeConns(nil)
 	<-done
 	return err
 }

@@ -118,6 +118,10 @@ type pull struct {
 	started  chan struct{} // closed once the first attempt succeeded or failed
 	startErr error
 	done     chan struct{}
+	// unpublished: the upstream said the stream stopped (UnpublishNotify,
+	// Play.Stop, StreamNotFound) and nothing was published since. Guarded by
+	// u.mu.
+	unpublished bool
 }
 
 // PullInfo describes a running pull for the API.
@@ -168,14 +172,25 @@ func (u *Upstream) HeldHealth() error {
 
 // Ensure starts pulling app/name if it is not pulled yet and waits until the
 // upstream has accepted the play (or refused it, or StartTimeout passed).
-// query is passed upstream with connect and play (auth tokens).
+// query is passed upstream with connect and play (auth tokens). A pull
+// whose upstream said the stream stopped, with no local subscriber waiting
+// for it to come back, answers StreamNotFound.
 func (u *Upstream) Ensure(ctx context.Context, app, name, query string) error {
 	p := u.start(app, name, query, false, rtmp.URL{})
 	t := time.NewTimer(u.cfg.StartTimeout)
 	defer t.Stop()
 	select {
 	case <-p.started:
-		return p.startErr
+		if p.startErr != nil {
+			return p.startErr
+		}
+		u.mu.Lock()
+		gone := p.unpublished
+		u.mu.Unlock()
+		if gone && !p.hub.Live() && p.hub.SubscriberCount() == 0 {
+			return rtmp.Status{Level: "error", Code: rtmp.CodePlayStreamNotFound, Description: app + "/" + name + " is not published upstream"}
+		}
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
@@ -299,6 +314,14 @@ func (p *pull) run(ctx context.Context, url rtmp.URL) {
 			}
 		}
 		p.u.reconnects.Add(1)
+		var st rtmp.Status
+		notFound := errors.As(err, &st) && st.Code == rtmp.CodePlayStreamNotFound
+		if notFound {
+			p.setUnpublished(true)
+			// The upstream is there, the stream is not (yet): a restarted
+			// primary before its broadcaster is back. Ask again soon.
+			backoff = min(backoff, time.Second)
+		}
 		p.log.Info("upstream lost, reconnecting", "err", err, "in", backoff)
 		if playing {
 			backoff = p.u.cfg.BackoffMin
@@ -318,6 +341,12 @@ func (p *pull) run(ctx context.Context, url rtmp.URL) {
 		p.from = url.Host
 		p.u.mu.Unlock()
 	}
+}
+
+func (p *pull) setUnpublished(v bool) {
+	p.u.mu.Lock()
+	p.unpublished = v
+	p.u.mu.Unlock()
 }
 
 // lingerWatch ends the pull when no local subscriber has been there for Linger.
@@ -388,6 +417,7 @@ func (p *pull) once(ctx context.Context, url rtmp.URL, onStart func()) (bool, er
 				}
 			}
 			if !p.hub.Live() {
+				p.setUnpublished(false)
 				p.hub.Begin(hub.PublisherInfo{Addr: addr, ID: "upstream"})
 				// A silent live upstream is a dead one.
 				cc.SetReadTimeout(20 * time.Second)
@@ -401,6 +431,7 @@ func (p *pull) once(ctx context.Context, url rtmp.URL, onStart func()) (bool, er
 			st := rtmp.StatusOf(cmd)
 			switch st.Code {
 			case rtmp.CodePlayUnpublishNotify, rtmp.CodePlayStop:
+				p.setUnpublished(true)
 				if p.hub.Live() {
 					p.hub.End()
 				}

@@ -317,6 +317,28 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 	stillServing(t, n)
+
+	// Every hostile client above was counted where operators look.
+	t.Run("counters", func(t *testing.T) {
+		for _, c := range []struct {
+			name  string
+			match []string
+		}{
+			{"relaymesh_rtmp_requests_total", []string{`op="publish"`, `result="NetStream.Publish.Unauthorized"`}},
+			{"relaymesh_rtmp_timeouts_total", []string{`kind="idle"`}},
+			{"relaymesh_rtmp_handshake_failures_total", []string{`reason="not_rtmp"`}},
+			{"relaymesh_rtmp_handshake_failures_total", []string{`reason="timeout"`}},
+			{"relaymesh_rtmp_timeouts_total", []string{`kind="handshake"`}},
+		} {
+			if v := metricSum(t, n, c.name, c.match...); v < 1 {
+				t.Errorf("%s%v = %v", c.name, c.match, v)
+			}
+		}
+		waitFor(t, "the viewer that never read counted as closed", 10*time.Second, func() bool {
+			return metricSum(t, n, "relaymesh_rtmp_viewers_closed_total", `reason="too_slow"`)+
+				metricSum(t, n, "relaymesh_rtmp_viewers_closed_total", `reason="write_timeout"`) >= 1
+		})
+	})
 }
 
 func itoa(i int) string {

@@ -12,7 +12,6 @@ import (
 	"github.com/relaymesh/relaymesh/internal/config"
 	"github.com/relaymesh/relaymesh/internal/httpserver"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
-	"github.com/relaymesh/relaymesh/internal/rtmpcount"
 	"github.com/relaymesh/relaymesh/packager"
 	"github.com/relaymesh/relaymesh/relay"
 	"github.com/relaymesh/relaymesh/relay/agent"
@@ -54,6 +53,7 @@ type node struct {
 	pkg    *packager.Packager
 	pkgRef atomic.Pointer[packager.Packager] // pkg, for readers on other goroutines (audience.go)
 	id     string                            // server id: the steering pathway (default cfg.Relay.ID)
+	leave  rtmp.LeaveNotice                  // what RTMP viewers are told on drain
 }
 
 // packagerConfig maps the config file's hls section.
@@ -130,12 +130,12 @@ func newNodeOn(cfg config.Config, log *slog.Logger, rtmpLn, httpLn net.Listener)
 
 // run serves until ctx ends, then drains and stops.
 func (n *node) run(ctx context.Context, h rtmp.Handler) error {
-	counts, err := rtmpcount.New(n.http.Registry)
-	if err != nil {
+	n.server = &relay.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections,
+		Leave: n.leave, Skip: relay.IsRelay}
+	n.server.Conn.Metrics = rtmp.NewMetrics() // closes, handshake failures, timeouts, refusals
+	if err := n.server.Conn.Metrics.Register(n.http.Registry); err != nil {
 		return err
 	}
-	h = counts.Wrap(h)
-	n.server = &relay.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections}
 	pc, err := packagerConfig(n.cfg.HLS, n.log.With("component", "packager"), n.http.Registry)
 	if err != nil {
 		return err

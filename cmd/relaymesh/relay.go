@@ -8,6 +8,7 @@ import (
 
 	"github.com/relaymesh/relaymesh/internal/config"
 	"github.com/relaymesh/relaymesh/internal/httpserver"
+	"github.com/relaymesh/relaymesh/internal/rtmp"
 	"github.com/relaymesh/relaymesh/packager"
 	"github.com/relaymesh/relaymesh/relay"
 	"github.com/relaymesh/relaymesh/relay/hub"
@@ -27,6 +28,7 @@ func relayFlags(cfg *config.Config) *cmdFlags {
 	c.String(&r.Location, "location", "relay.location", "location of this relay in the graph")
 	c.String(&r.Upstream, "upstream", "relay.upstream", "rtmp://HOST:PORT of the primary or a parent relay (required)")
 	c.Duration(&r.Linger, "linger", "relay.linger", "keep pulling a stream this long after its last viewer")
+	c.String(&r.Redirect, "redirect", "relay.redirect", "on drain, tell RTMP viewers to play again through this URL: a redirector (http://HOST:PORT) or a server (rtmp://HOST:PORT)")
 	bindAgent(c)
 	return c
 }
@@ -40,12 +42,21 @@ func runRelay(ctx context.Context, args []string) error {
 	if cfg.Relay.ID == "" || cfg.Relay.Upstream == "" {
 		return errors.New("relay.id (--id) and relay.upstream (--upstream rtmp://HOST:PORT) are required")
 	}
+	redirectTo, err := relay.RedirectTo(cfg.Relay.Redirect)
+	if err != nil {
+		return err
+	}
 	log = log.With("role", "relay", "relay", cfg.Relay.ID)
 	n, err := newNode(cfg, log)
 	if err != nil {
 		return err
 	}
-	up, err := relay.NewUpstream(ctx, relay.UpstreamConfig{
+	n.leave = rtmp.LeaveNotice{Description: "relay " + cfg.Relay.ID + " is draining", Redirect: redirectTo.Play, ConnectRedirect: redirectTo.Connect}
+	// Pulls outlive the RTMP drain: viewers are told to leave first, and
+	// downstream relays keep their streams until the drain ends.
+	upCtx, stopPulls := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopPulls()
+	up, err := relay.NewUpstream(upCtx, relay.UpstreamConfig{
 		URL: cfg.Relay.Upstream, RelayID: cfg.Relay.ID, Linger: cfg.Relay.Linger, Conn: connConfig(cfg.RTMP),
 	}, n.hubs, log)
 	if err != nil {

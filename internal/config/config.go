@@ -173,6 +173,7 @@ type Relay struct {
 	Location string        `yaml:"location"`
 	Upstream string        `yaml:"upstream"` // rtmp://host:port of the primary or a parent relay
 	Linger   time.Duration `yaml:"linger"`   // keep a pull this long after its last viewer (default 30s)
+	Redirect string        `yaml:"redirect"` // where a draining relay sends its RTMP viewers: a redirector's http(s) URL or an rtmp:// server (default none)
 }
 
 // SharedObjects configures RTMP shared objects and calls: the limits each

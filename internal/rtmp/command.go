@@ -96,8 +96,12 @@ func StatusMessage(streamID uint32, s Status) Message {
 
 // Status codes relaymesh sends.
 const (
-	CodeConnectSuccess      = "NetConnection.Connect.Success"
-	CodeConnectRejected     = "NetConnection.Connect.Rejected"
+	CodeConnectSuccess  = "NetConnection.Connect.Success"
+	CodeConnectRejected = "NetConnection.Connect.Rejected"
+	CodeConnectClosed   = "NetConnection.Connect.Closed"
+	// CodeReconnectRequest asks a client to reconnect, to its tcUrl when
+	// given (Enhanced RTMP v2); sent only to clients that announce it.
+	CodeReconnectRequest    = "NetConnection.Connect.ReconnectRequest"
 	CodePublishStart        = "NetStream.Publish.Start"
 	CodePublishBadName      = "NetStream.Publish.BadName"
 	CodePublishUnauthorized = "NetStream.Publish.Unauthorized"

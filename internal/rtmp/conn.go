@@ -43,6 +43,12 @@ type ConnConfig struct {
 	// Flusher.Interval, which then replaces WriteBatch) instead of with a
 	// goroutine per connection.
 	Flusher *Flusher
+	// Metrics, when set, counts what ends or refuses the server's
+	// connections (see Metrics).
+	Metrics *Metrics
+	// Sessions, when set, holds the server's open sessions (to tell them
+	// the server is going away, see Session.Leave).
+	Sessions *Sessions
 
 	// ConnectProps are extra properties a client sends in its connect
 	// command object (a relay marks itself so upstreams treat it as one).
@@ -524,7 +530,16 @@ func (c *Conn) writeLoop() {
 			}
 			pending := c.writer.Pending()
 			if err := c.writer.Flush(c.nc); err != nil {
-				c.Close(fmt.Errorf("rtmp write: %w", err))
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					c.cfg.Metrics.timedOut(timeoutWrite)
+					err = fmt.Errorf("%w: %w", ErrWriteTimeout, err)
+				}
+				err = fmt.Errorf("%w: %w", errWrite, err)
+				if failed != nil {
+					err = failed // a source ended first; its status did not get out
+				}
+				c.Close(err)
 				return
 			}
 			lastFlush = now
@@ -700,7 +715,7 @@ func (c *Conn) flushSome(now time.Time) bool {
 		c.rawErr = err
 	}
 	if c.rawErr != nil {
-		c.Close(fmt.Errorf("rtmp write: %w", c.rawErr))
+		c.Close(fmt.Errorf("%w: %w", errWrite, c.rawErr))
 		return false
 	}
 	if n := before - c.writer.Pending(); n > 0 {
@@ -709,7 +724,14 @@ func (c *Conn) flushSome(now time.Time) bool {
 	} else if c.stuckSince.IsZero() {
 		c.stuckSince = now
 	} else if now.Sub(c.stuckSince) > c.cfg.WriteTimeout {
-		c.Close(fmt.Errorf("rtmp write: peer took nothing for %v", c.cfg.WriteTimeout))
+		c.cfg.Metrics.timedOut(timeoutWrite)
+		err := fmt.Errorf("%w: %w: peer took nothing for %v", errWrite, ErrWriteTimeout, c.cfg.WriteTimeout)
+		if c.failed != nil {
+			// A source ended first (the hub gave up on a viewer that does
+			// not read): that is why it goes; its status never got out.
+			err = c.failed
+		}
+		c.Close(err)
 		return false
 	}
 	return true

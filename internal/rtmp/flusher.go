@@ -67,6 +67,7 @@ type flushWorker struct {
 	incoming []*Conn // attached since the last round
 	urgent   []*Conn // connections to serve before the next round
 	stopped  bool
+	closing  error // what connections are closed with once stopped
 
 	conns []*Conn // owned by the worker goroutine
 }
@@ -83,7 +84,7 @@ func (w *flushWorker) poke(c *Conn) {
 	}
 	w.mu.Unlock()
 	if stopped {
-		c.Close(ErrServerClosing)
+		c.Close(w.closing)
 		return
 	}
 	select {
@@ -99,7 +100,7 @@ func (w *flushWorker) run(ctx context.Context, interval time.Duration) {
 	for {
 		select {
 		case <-ctx.Done():
-			w.stop()
+			w.stop(ServerClosing(ctx))
 			return
 		case <-w.wake:
 			w.mu.Lock()
@@ -135,14 +136,14 @@ func (w *flushWorker) round() {
 	w.conns = kept
 }
 
-func (w *flushWorker) stop() {
+func (w *flushWorker) stop(err error) {
 	w.mu.Lock()
-	w.stopped = true
+	w.stopped, w.closing = true, err
 	all := append(w.conns, w.incoming...)
 	all = append(all, w.urgent...)
 	w.incoming, w.urgent, w.conns = nil, nil, nil
 	w.mu.Unlock()
 	for _, c := range all {
-		c.Close(ErrServerClosing)
+		c.Close(err)
 	}
 }

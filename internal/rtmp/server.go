@@ -82,9 +82,19 @@ type Session struct {
 	mu         sync.Mutex
 	nextStream uint32
 	publishers map[uint32]Publisher
-	playing    map[uint32]bool
+	playing    map[uint32]string // stream id → name of the stream played there
+	leaving    bool              // told to leave (Leave): no new plays, no connect
+	notice     LeaveNotice       // what it was told
 	// Value is for the handler's own per-session state.
 	Value any
+}
+
+// ConnectInfo is the connect request (nil before connect); unlike the
+// Connect field it may be read from any goroutine.
+func (s *Session) ConnectInfo() *ConnectRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.Connect
 }
 
 // Notify is the channel media sources of this session signal.
@@ -104,22 +114,61 @@ func Serve(ctx context.Context, nc net.Conn, cfg ConnConfig, h Handler, log *slo
 	log = log.With("conn", id, "remote", nc.RemoteAddr().String())
 	c, err := Accept(nc, cfg, log)
 	if err != nil {
+		cfg.Metrics.handshakeFailed(err)
 		log.Info("handshake failed", "err", err)
 		return
 	}
-	s := &Session{ID: id, Conn: c, Log: log, publishers: map[uint32]Publisher{}, playing: map[uint32]bool{}}
+	s := &Session{ID: id, Conn: c, Log: log, publishers: map[uint32]Publisher{}, playing: map[uint32]string{}}
+	cfg.Sessions.add(s)
+	defer cfg.Sessions.remove(s)
+	serverCtx := ctx
 	ctx, cancel := c.Context(ctx)
 	defer cancel()
-	stop := context.AfterFunc(ctx, func() { c.Close(ErrServerClosing) })
+	stop := context.AfterFunc(serverCtx, func() { c.Close(ServerClosing(serverCtx)) })
 	defer stop()
 	err = s.loop(ctx, h)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() && c.Err() == nil {
+		cfg.Metrics.timedOut(timeoutIdle)
+	}
 	c.Close(err)
 	s.closeStreams()
 	h.Closed(s, err)
-	if err != nil && !errors.Is(err, ErrClosed) && !isEOF(err) && !errors.Is(err, ErrServerClosing) {
+	// Each stream still playing ends with the connection: logged and
+	// counted once, with the connection's first close error as its reason.
+	viewers := s.endViewers(c.Err())
+	if err := c.Err(); !viewers && err != nil && !errors.Is(err, ErrClosed) && !isEOF(err) && !errors.Is(err, ErrServerClosing) {
 		log.Info("connection closed", "err", err)
 	} else {
-		log.Debug("connection closed")
+		log.Debug("connection closed", "err", err)
+	}
+}
+
+// endViewers logs and counts the end of every stream still playing on the
+// session, and reports whether there was one.
+func (s *Session) endViewers(err error) bool {
+	s.mu.Lock()
+	playing := s.playing
+	s.playing = map[uint32]string{}
+	s.mu.Unlock()
+	for _, name := range playing {
+		s.viewerClosed(name, CloseReason(err), err)
+	}
+	return len(playing) > 0
+}
+
+// viewerClosed is the one log line and count of a playing stream's end.
+func (s *Session) viewerClosed(name, reason string, err error) {
+	s.Conn.cfg.Metrics.viewerClosed(reason)
+	args := []any{"stream", name, "reason", reason}
+	if err != nil {
+		args = append(args, "err", err)
+	}
+	switch reason {
+	case ReasonTooSlow, ReasonWriteTimeout, ReasonOverflow, ReasonControlQueue:
+		s.Log.Warn("viewer closed", args...)
+	default:
+		s.Log.Info("viewer closed", args...)
 	}
 }
 
@@ -260,7 +309,7 @@ func (s *Session) stopStream(id uint32) {
 	s.mu.Lock()
 	p := s.publishers[id]
 	delete(s.publishers, id)
-	wasPlaying := s.playing[id]
+	name, wasPlaying := s.playing[id]
 	delete(s.playing, id)
 	s.mu.Unlock()
 	if p != nil {
@@ -269,6 +318,7 @@ func (s *Session) stopStream(id uint32) {
 	}
 	if wasPlaying {
 		s.Conn.Unbind(id)
+		s.viewerClosed(name, ReasonStopped, nil)
 	}
 }
 
@@ -287,20 +337,33 @@ func (s *Session) connect(ctx context.Context, h Handler, cmd *Command) error {
 	}
 	req.App = strings.Trim(req.App, "/")
 	if req.App == "" || len(req.App) > 256 {
+		s.Conn.cfg.Metrics.commandRefused("connect", CodeConnectRejected)
 		_ = s.Conn.SendCommand(0, "_error", cmd.TransactionID, nil, map[string]any{
 			"level": "error", "code": CodeConnectRejected, "description": "no application name"})
 		s.Conn.CloseAfterFlush(errors.New("connect without app"))
 		return nil
 	}
+	s.mu.Lock()
+	leaving, notice := s.leaving, s.notice
+	s.mu.Unlock()
+	if leaving {
+		s.rejectConnect(cmd.TransactionID, req.App, notice)
+		return nil
+	}
 	if err := h.Connect(ctx, s, req); err != nil {
 		st := asStatus(err, CodeConnectRejected)
+		s.Conn.cfg.Metrics.commandRefused("connect", st.Code)
+		s.Log.Info("connect refused", "app", req.App, "code", st.Code, "reason", st.Description)
 		_ = s.Conn.SendCommand(0, "_error", cmd.TransactionID, nil, map[string]any{
 			"level": "error", "code": st.Code, "description": st.Description})
 		s.Conn.CloseAfterFlush(err)
 		return nil
 	}
-	s.Connect = req
+	s.Conn.cfg.Metrics.commandAccepted("connect")
 	s.Log = s.Log.With("app", req.App)
+	s.mu.Lock()
+	s.Connect = req // read under s.mu by Leave, from another goroutine
+	s.mu.Unlock()
 	c := s.Conn
 	_ = c.Send(windowAckMessage(c.cfg.WindowAckSize))
 	_ = c.Send(peerBandwidthMessage(c.cfg.WindowAckSize))
@@ -337,7 +400,8 @@ func (s *Session) publish(ctx context.Context, h Handler, cmd *Command) error {
 	req, err := s.streamRequest(cmd)
 	if err == nil {
 		s.mu.Lock()
-		busy := s.publishers[cmd.StreamID] != nil || s.playing[cmd.StreamID]
+		_, playing := s.playing[cmd.StreamID]
+		busy := s.publishers[cmd.StreamID] != nil || playing
 		s.mu.Unlock()
 		if busy || cmd.StreamID == 0 {
 			err = Status{"error", CodePublishBadName, "stream id already in use"}
@@ -349,11 +413,13 @@ func (s *Session) publish(ctx context.Context, h Handler, cmd *Command) error {
 	}
 	if err != nil {
 		st := asStatus(err, CodePublishBadName)
+		s.Conn.cfg.Metrics.commandRefused("publish", st.Code)
 		s.Log.Info("publish refused", "stream", cmd.Arg(0), "code", st.Code, "reason", st.Description)
 		_ = s.Conn.Send(StatusMessage(cmd.StreamID, st))
 		s.Conn.CloseAfterFlush(st)
 		return nil
 	}
+	s.Conn.cfg.Metrics.commandAccepted("publish")
 	s.mu.Lock()
 	s.publishers[cmd.StreamID] = p
 	s.mu.Unlock()
@@ -366,22 +432,32 @@ func (s *Session) play(ctx context.Context, h Handler, cmd *Command) error {
 	if err == nil && cmd.StreamID == 0 {
 		err = Status{"error", CodePlayFailed, "play on stream 0"}
 	}
+	s.mu.Lock()
+	leaving := s.leaving
+	s.mu.Unlock()
+	if err == nil && leaving {
+		err = Status{"error", CodePlayFailed, "server going away: play elsewhere"}
+	}
 	var src MediaSource
 	if err == nil {
 		src, err = h.Play(ctx, s, req)
 	}
 	if err != nil {
 		st := asStatus(err, CodePlayFailed)
+		s.Conn.cfg.Metrics.commandRefused("play", st.Code)
 		s.Log.Info("play refused", "stream", cmd.Arg(0), "code", st.Code, "reason", st.Description)
 		return s.Conn.Send(StatusMessage(cmd.StreamID, st))
 	}
+	s.Conn.cfg.Metrics.commandAccepted("play")
 	id := cmd.StreamID
+	name := req.Name
 	s.mu.Lock()
-	old := s.playing[id]
-	s.playing[id] = true
+	oldName, old := s.playing[id]
+	s.playing[id] = name
 	s.mu.Unlock()
 	if old {
 		s.Conn.Unbind(id)
+		s.viewerClosed(oldName, ReasonStopped, nil)
 	}
 	c := s.Conn
 	c.SetReadTimeout(0) // a viewer may stay silent; dead peers show up as write timeouts
@@ -390,7 +466,6 @@ func (s *Session) play(ctx context.Context, h Handler, cmd *Command) error {
 	_ = c.Send(StatusMessage(id, Status{"status", CodePlayReset, "Playing and resetting " + req.Name}))
 	_ = c.Send(StatusMessage(id, Status{"status", CodePlayStart, "Started playing " + req.Name}))
 	_ = c.Send(DataMessage(id, "|RtmpSampleAccess", true, true))
-	name := req.Name
 	c.Bind(id, src, func(e av.Event) []Message {
 		switch e {
 		case av.EventUnpublish:
@@ -406,9 +481,9 @@ func (s *Session) play(ctx context.Context, h Handler, cmd *Command) error {
 		}
 		return nil
 	}, func(err error) []Message {
-		st := asStatus(err, CodePlayInsufficientBW)
-		s.Log.Info("viewer closed", "stream", name, "code", st.Code, "reason", st.Description)
-		return []Message{StatusMessage(id, st)}
+		// The connection closes with err once this is written; the close
+		// is logged and counted then (endViewers).
+		return []Message{StatusMessage(id, asStatus(err, CodePlayInsufficientBW))}
 	})
 	s.Log.Info("playing", "stream", name)
 	return nil

@@ -30,6 +30,15 @@
 // At every enqueue the viewer's backlog is the larger fraction of two limits:
 // media time from its oldest queued media frame to the new frame against
 // Config.ViewerQueue, and queued frames against Config.ViewerQueueFrames.
+// The media time is measured on the hub's arrival clock, which runs with the
+// wall clock but not ahead of the stream: frames that arrive together (the
+// start-up burst of an upstream, which sends its GOP cache at once, or a
+// publisher catching up after a stall) share one arrival time, so only what
+// the viewer leaves waiting counts, not what it could not have read yet.
+// Media arriving faster than real time earns at most 10 s of such credit.
+// Likewise a media frame counts toward ViewerQueueFrames only once it has
+// waited longer than the write batch plus 100 ms (a long GOP cache can be
+// more than a quarter of the bound), and a full queue drops all media.
 //
 //	≥ 1/4  disposable video is dropped (nothing references it)
 //	≥ 1/2  every non-key video frame is dropped; the viewer waits for a

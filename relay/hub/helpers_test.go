@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,7 +58,16 @@ func appendNum(p []byte, key string, v float64) []byte {
 	return append(p, b[:]...)
 }
 
-func newTestRegistry(cfg Config) *Registry { return NewRegistry(cfg, nil) }
+// newTestRegistry returns a registry whose streams arrive in real time: its
+// clock jumps far ahead at every frame, so no frame arrives early and the
+// drop policy measures backlog by the frames' timestamps, whatever the pace
+// of the test (see arrivalClock; burst tests set a clock of their own).
+func newTestRegistry(cfg Config) *Registry {
+	r := NewRegistry(cfg, nil)
+	var now atomic.Int64
+	r.now = func() int64 { return now.Add(1 << 16) } // 65 s: beyond maxBurst, within uint32 serial range for any queue
+	return r
+}
 
 // drain reads every frame queued now (Next with a short deadline once empty).
 func drain(t testing.TB, s *Subscriber) []*av.Frame {

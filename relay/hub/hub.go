@@ -49,6 +49,7 @@ type Hub struct {
 	nalLen           int
 	meta, vseq, aseq *av.Frame // latest metadata and sequence headers of the session
 	gop              gopCache
+	arrival          arrivalClock
 	params           streamParams
 	rate             bitrate
 
@@ -111,7 +112,7 @@ func (h *Hub) Begin(info PublisherInfo) {
 	h.params = streamParams{}
 	h.rate.reset()
 	h.log.Info("publish begins", "addr", info.Addr, "id", info.ID, "session", h.sessions)
-	h.fanout(av.NewEvent(av.EventPublish, h.lastTS))
+	h.fanout(av.NewEvent(av.EventPublish, h.lastTS), h.lastTS, 0)
 }
 
 // End ends the publishing session: subscribers receive av.EventUnpublish
@@ -133,7 +134,7 @@ func (h *Hub) endLocked() {
 	h.meta, h.vseq, h.aseq = nil, nil, nil
 	h.gop.reset()
 	h.log.Info("publish ends", "addr", h.pub.Addr, "id", h.pub.ID, "session", h.sessions)
-	h.fanout(av.NewEvent(av.EventUnpublish, h.lastTS))
+	h.fanout(av.NewEvent(av.EventUnpublish, h.lastTS), h.lastTS, 0)
 }
 
 // Write adds one frame of the current session: it copies payload, classifies
@@ -173,7 +174,12 @@ func (h *Hub) Write(kind av.Kind, ts uint32, payload []byte) {
 	if !h.hasLast || int32(ts-h.lastTS) > 0 {
 		h.lastTS, h.hasLast = ts, true
 	}
-	h.fanout(f)
+	at, wall := ts, uint32(0)
+	if f.Droppable() {
+		now := h.reg.now()
+		at, wall = h.arrival.arrive(ts, now), uint32(now)
+	}
+	h.fanout(f, at, wall)
 }
 
 // rebase maps a timestamp of the session onto the hub's timeline.
@@ -191,13 +197,14 @@ func (h *Hub) rebase(ts uint32) uint32 {
 	return out
 }
 
-// fanout offers f to every subscriber and drops those the policy closes.
-// h.mu is held.
-func (h *Hub) fanout(f *av.Frame) {
+// fanout offers f, which arrived at media time at (see arrivalClock) and
+// wall time wall (ms), to every subscriber and drops those the policy
+// closes. h.mu is held.
+func (h *Hub) fanout(f *av.Frame, at, wall uint32) {
 	subs := *h.subs.Load()
 	failed := 0
 	for _, s := range subs {
-		wake, fail := s.offer(f)
+		wake, fail := s.offer(f, at, wall)
 		if fail != nil {
 			s.mu.Lock()
 			s.closeLocked(fail, fail)
@@ -221,7 +228,9 @@ func (h *Hub) fanout(f *av.Frame) {
 			keep = append(keep, s)
 			continue
 		}
-		h.log.Warn("subscriber closed", "id", s.id, "addr", s.addr, "reason", reason)
+		// Logged at debug: the subscriber's owner logs the close once (an
+		// RTMP viewer's session, with this reason).
+		h.log.Debug("subscriber closed", "id", s.id, "addr", s.addr, "reason", reason)
 		h.retireLocked(s)
 	}
 	h.subs.Store(&keep)
@@ -285,7 +294,7 @@ func (h *Hub) Subscribe(o SubscribeOptions) *Subscriber {
 	}
 	s.q = newQueue(len(burst)+initialQueue, bound, !o.Lossless)
 	for _, f := range burst {
-		s.q.push(f, true)
+		s.q.push(f, true, 0, 0)
 	}
 	old := *h.subs.Load()
 	subs := make([]*Subscriber, len(old), len(old)+1)

@@ -370,14 +370,14 @@ func TestQueueGrows(t *testing.T) {
 		frames[i] = &av.Frame{Kind: av.KindAudio, Timestamp: uint32(i), Payload: aacRaw}
 	}
 	// Wrap the ring before it grows.
-	q.push(frames[0], false)
-	q.push(frames[1], false)
+	q.push(frames[0], false, frames[0].Timestamp, frames[0].Timestamp)
+	q.push(frames[1], false, frames[1].Timestamp, frames[1].Timestamp)
 	if q.pop() != frames[0] {
 		t.Fatal("order")
 	}
 	next := 1
 	for i := 2; i < 100; i++ {
-		q.push(frames[i], false)
+		q.push(frames[i], false, frames[i].Timestamp, frames[i].Timestamp)
 		if i%3 == 0 { // interleave pops so the head moves around
 			if f := q.pop(); f != frames[next] {
 				t.Fatalf("popped ts %d, want %d", f.Timestamp, next)
@@ -398,7 +398,7 @@ func TestQueueGrows(t *testing.T) {
 		t.Fatalf("got %d frames, ring of %d", next, len(q.frames))
 	}
 	for i := range 100 {
-		q.push(frames[i], false)
+		q.push(frames[i], false, frames[i].Timestamp, frames[i].Timestamp)
 	}
 	if !q.full() {
 		t.Fatal("a queue holding its bound is not full")

@@ -3,19 +3,25 @@ package hub
 import "github.com/relaymesh/relaymesh/internal/av"
 
 // queue is a bounded FIFO of frames, a ring that starts small and doubles up
-// to its bound when a viewer falls behind (most never do), plus a parallel FIFO of the timestamps of the droppable media frames
-// it holds (the drop policy measures backlog from the oldest of those).
+// to its bound when a viewer falls behind (most never do), plus a parallel
+// FIFO of the arrival stamps of the droppable media frames it holds (the
+// drop policy measures backlog from the oldest of those, and counts the
+// frames that have waited).
 // Frames queued as the join burst (headers and GOP cache) are counted in
 // burst and kept out of the backlog accounting.
 type queue struct {
 	frames      []*av.Frame
 	head, n     int
-	ts          []uint32
+	ts          []stamp
 	tsHead, tsN int
-	oldest      uint32 // ts[tsHead] when tsN > 0, kept here for the writer's cache's sake
+	oldest      uint32 // ts[tsHead].at when tsN > 0, kept here for the writer's cache's sake
 	burst       int    // frames at the head that came from the join burst
 	bound       int    // most frames the queue may hold
 }
+
+// stamp is when a frame arrived: on the media timeline (see arrivalClock)
+// and on the wall clock, in ms (serial arithmetic).
+type stamp struct{ at, wall uint32 }
 
 // initialQueue is how many frames a new queue has room for beyond its join
 // burst before it first grows.
@@ -28,7 +34,7 @@ func newQueue(initial, bound int, backlog bool) queue {
 	initial = max(min(initial, bound), 1)
 	q := queue{frames: make([]*av.Frame, initial), bound: bound}
 	if backlog {
-		q.ts = make([]uint32, initial)
+		q.ts = make([]stamp, initial)
 	}
 	return q
 }
@@ -44,7 +50,7 @@ func (q *queue) grow() {
 	}
 	q.frames, q.head = frames, 0
 	if q.ts != nil {
-		ts := make([]uint32, size)
+		ts := make([]stamp, size)
 		for i := 0; i < q.tsN; i++ {
 			ts[i] = q.ts[(q.tsHead+i)%len(q.ts)]
 		}
@@ -55,8 +61,9 @@ func (q *queue) grow() {
 // live is the number of queued frames that were queued after the join burst.
 func (q *queue) live() int { return q.n - q.burst }
 
-// push appends f; the caller checked that the queue is not full.
-func (q *queue) push(f *av.Frame, burst bool) {
+// push appends f, which arrived at media time at and wall time wall; the
+// caller checked that the queue is not full.
+func (q *queue) push(f *av.Frame, burst bool, at, wall uint32) {
 	if q.n == len(q.frames) {
 		q.grow()
 	}
@@ -75,9 +82,9 @@ func (q *queue) push(f *av.Frame, burst bool) {
 		if j >= len(q.ts) {
 			j -= len(q.ts)
 		}
-		q.ts[j] = f.Timestamp
+		q.ts[j] = stamp{at, wall}
 		if q.tsN == 0 {
-			q.oldest = f.Timestamp
+			q.oldest = at
 		}
 		q.tsN++
 	}
@@ -101,19 +108,39 @@ func (q *queue) pop() *av.Frame {
 		}
 		q.tsN--
 		if q.tsN > 0 {
-			q.oldest = q.ts[q.tsHead]
+			q.oldest = q.ts[q.tsHead].at
 		}
 	}
 	return f
 }
 
-// oldestTS returns the timestamp of the oldest droppable frame queued after
-// the join burst.
+// oldestTS returns the arrival time of the oldest droppable frame queued
+// after the join burst.
 func (q *queue) oldestTS() (uint32, bool) {
 	if q.tsN == 0 {
 		return 0, false
 	}
 	return q.oldest, true
+}
+
+// waitedSince counts the droppable frames queued after the join burst that
+// arrived before wall time wall (their stamps are in arrival order: a binary
+// search, no scan).
+func (q *queue) waitedSince(wall uint32) int {
+	lo, hi := 0, q.tsN
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		j := q.tsHead + mid
+		if j >= len(q.ts) {
+			j -= len(q.ts)
+		}
+		if int32(q.ts[j].wall-wall) < 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // reset drops every queued frame (for the garbage collector's sake).
@@ -129,7 +156,10 @@ func (q *queue) reset() {
 func (q *queue) purgeVideo(dropped func(*av.Frame)) {
 	size := len(q.frames)
 	kept, keptBurst := 0, 0
-	q.tsHead, q.tsN = 0, 0
+	// The arrival times are compacted in place like the frames: the k-th
+	// timed frame read is at tsHead+k, and fewer than k are kept before it.
+	tsRead := q.tsHead
+	q.tsN = 0
 	for i := 0; i < q.n; i++ {
 		src := q.head + i
 		if src >= size {
@@ -137,6 +167,13 @@ func (q *queue) purgeVideo(dropped func(*av.Frame)) {
 		}
 		f := q.frames[src]
 		q.frames[src] = nil
+		var st stamp
+		if i >= q.burst && q.ts != nil && f.Droppable() {
+			st = q.ts[tsRead]
+			if tsRead++; tsRead == len(q.ts) {
+				tsRead = 0
+			}
+		}
 		if f.Kind == av.KindVideo && f.Droppable() {
 			dropped(f)
 			continue
@@ -154,9 +191,9 @@ func (q *queue) purgeVideo(dropped func(*av.Frame)) {
 			if j >= len(q.ts) {
 				j -= len(q.ts)
 			}
-			q.ts[j] = f.Timestamp
+			q.ts[j] = st
 			if q.tsN == 0 {
-				q.oldest = f.Timestamp
+				q.oldest = st.at
 			}
 			q.tsN++
 		}

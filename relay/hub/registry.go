@@ -10,6 +10,7 @@ import (
 type Registry struct {
 	cfg Config
 	log *slog.Logger
+	now func() int64 // wall clock in ms for frames' arrival times (tests replace it)
 
 	mu      sync.Mutex
 	hubs    map[string]*Hub
@@ -23,7 +24,7 @@ func NewRegistry(cfg Config, log *slog.Logger) *Registry {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Registry{cfg: cfg.WithDefaults(), log: log, hubs: map[string]*Hub{}}
+	return &Registry{cfg: cfg.WithDefaults(), log: log, now: wallClock(), hubs: map[string]*Hub{}}
 }
 
 // Config returns the registry's configuration with defaults applied.
