@@ -318,6 +318,20 @@ func (s *Scaler) OpenAt(now time.Time, stream int, loc graph.VertexID, why strin
 	return s.add(now, m, stream, reason+fmt.Sprintf("; server %s", s.g.Servers()[m].ID)), true
 }
 
+// OpenOn opens a relay of stream on a given server (a relay adopted after
+// a change of leader, or placed again on a server that came back). ok is
+// false when the server is down or already has the relay.
+func (s *Scaler) OpenOn(now time.Time, stream, server int, why string) (Decision, bool) {
+	if server < 0 || server >= len(s.down) || s.down[server] {
+		return Decision{}, false
+	}
+	if _, busy := s.relays[[2]int{server, stream}]; busy {
+		return Decision{}, false
+	}
+	reason := fmt.Sprintf("stream %s on %s: %s", s.name(stream), s.g.Servers()[server].ID, why)
+	return s.add(now, server, stream, reason), true
+}
+
 // Ready records that a relay finished starting.
 func (s *Scaler) Ready(server, stream int) {
 	if r := s.relays[[2]int{server, stream}]; r != nil && r.state == starting {
