@@ -30,6 +30,7 @@ func runSim(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print the summary as JSON on stdout")
 	scale := fs.Float64("scale", 1, "multiply every viewer count of the scenario")
 	seed := fs.Uint64("seed", 0, "random seed (0: the scenario's)")
+	scaleCap := fs.Bool("scale-capacity", false, "multiply every server's capacity by --scale too (the same problem in small)")
 	logLevel := fs.String("log-level", "warn", "log level: debug shows every scaling decision")
 	quiet := fs.Bool("quiet", false, "no progress line on stderr")
 	report := fs.String("report", "", "also write an HTML report with charts (viewers and servers per region over time, utilisation) to this file")
@@ -48,7 +49,7 @@ func runSim(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	opt := sim.Options{Scale: *scale, Seed: *seed, Logger: log}
+	opt := sim.Options{Scale: *scale, ScaleCapacity: *scaleCap, Seed: *seed, Logger: log}
 	if *report != "" {
 		opt.Timeline = &sim.Timeline{}
 	}
