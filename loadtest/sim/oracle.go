@@ -45,6 +45,8 @@ type oracle struct {
 	// waiting viewer-seconds the oracle could not place, and relay-seconds
 	// its placement needs.
 	waitingVS, relaySeconds float64
+	// the last sample's mean stretch and relays, for the timeline
+	lastStretch, lastRelays float64
 }
 
 func newOracle(r *run) *oracle {
@@ -120,6 +122,7 @@ func (o *oracle) sample(r *run, dt float64) {
 	for s := range o.assign {
 		clear(o.assign[s])
 	}
+	sum, tot := 0.0, 0.0
 	for _, p := range o.pairs {
 		n := o.need[p.aud]
 		if n <= 0 {
@@ -139,6 +142,12 @@ func (o *oracle) sample(r *run, dt float64) {
 		o.remK[p.dest] -= take * kbps
 		o.assign[a.stream][p.dest] += take
 		o.hist.add(p.stretch, take*dt)
+		sum += p.stretch * take
+		tot += take
+	}
+	o.lastStretch = 0
+	if tot > 0 {
+		o.lastStretch = sum / tot
 	}
 	for _, n := range o.need {
 		o.waitingVS += max(n, 0) * dt
@@ -176,4 +185,5 @@ func (o *oracle) sample(r *run, dt float64) {
 		}
 	}
 	o.relaySeconds += relays * dt
+	o.lastRelays = relays
 }
