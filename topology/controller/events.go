@@ -20,10 +20,11 @@ const (
 	EvPublish                   // Stream is published on the primary
 	EvUnpublish                 // Stream stopped on the primary
 	EvAdopt                     // a new leader takes over relay Server of Stream (Parent, State, Since)
+	EvBonus                     // a saved demand bonus of Stream at Vertex: N as of Since
 )
 
 func (k Kind) String() string {
-	return [...]string{"none", "demand", "status", "ready", "failed", "tick", "publish", "unpublish", "adopt"}[min(int(k), 8)]
+	return [...]string{"none", "demand", "status", "ready", "failed", "tick", "publish", "unpublish", "adopt", "bonus"}[min(int(k), 9)]
 }
 
 // Event is one input of the controller. Apply takes it; the orchestrator
@@ -78,6 +79,10 @@ func (c *Controller) Apply(e Event, dst []Decision) []Decision {
 			if _, was := c.ended[id]; !was {
 				c.ended[id] = e.Time
 			}
+		}
+	case EvBonus:
+		if id, ok := c.Stream(e.Stream); ok {
+			c.RestoreBonus(id, e.Vertex, e.N, e.Since)
 		}
 	case EvAdopt:
 		if id, ok := c.Stream(e.Stream); ok {

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/topology/controller"
 	"github.com/relaymesh/relaymesh/topology/graph"
 )
 
@@ -122,7 +123,8 @@ func (st *state) restoreBonuses(ctx context.Context) error {
 		}
 		for _, c := range b.Cells {
 			if v, ok := st.g.Vertex(c.Location); ok {
-				st.ctl.RestoreBonus(s.id, v, c.Value, c.At)
+				st.apply(ctx, controller.Event{Time: time.Now(), Kind: controller.EvBonus, Stream: b.App + "/" + b.Name,
+					Vertex: v, N: c.Value, Since: c.At})
 			}
 		}
 		st.bonus.saved[s.id] = true
