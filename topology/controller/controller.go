@@ -184,6 +184,8 @@ type Controller struct {
 	sdec    []scaling.Decision
 	samples []scaling.Sample
 	destOf  []int             // per server: destination index of its location
+	autoH   bool              // the horizon follows the measured start-up time
+	startup float64           // EWMA of relay start-up times, seconds (0: none yet)
 	ended   map[int]time.Time // stream id → when it was reported unpublished
 }
 
@@ -201,6 +203,7 @@ func New(cfg Config, g *graph.Graph) *Controller {
 	for i, s := range g.Servers() {
 		c.destOf[i] = table.DestIndex(s.Vertex)
 	}
+	c.autoH = cfg.Scaling.Horizon <= 0
 	return c
 }
 
@@ -451,12 +454,36 @@ func (c *Controller) Ready(now time.Time, server, id int, dst []Decision) []Deci
 	if r == nil || r.State != Opening {
 		return dst
 	}
+	c.measureStartup(now.Sub(r.Since))
 	r.State, r.Since = Serving, now
 	s.gen++
 	c.scaler.Ready(server, id)
 	return append(dst, Decision{Action: Ready, Stream: id, Server: server, Location: c.g.Servers()[server].Vertex, Parent: r.Parent,
 		Reason: fmt.Sprintf("relay of %s on %s serves", s.name, c.srvID(server))})
 }
+
+// measureStartup folds one relay's start-up time into the average and,
+// unless Scaling.Horizon is set, matches the predictor's horizon to it: the
+// load a new relay must take is the load when it is ready, so the horizon
+// is the start-up time with a margin (1.5 × the average + 4 s, between
+// 5 s and 2 min).
+func (c *Controller) measureStartup(d time.Duration) {
+	if d < 0 {
+		return
+	}
+	if c.startup == 0 {
+		c.startup = d.Seconds()
+	} else {
+		c.startup = 0.8*c.startup + 0.2*d.Seconds()
+	}
+	if c.autoH {
+		h := time.Duration((1.5*c.startup + 4) * float64(time.Second))
+		c.scaler.SetHorizon(min(max(h, 5*time.Second), 2*time.Minute))
+	}
+}
+
+// Horizon is the scaler's prediction horizon in effect.
+func (c *Controller) Horizon() time.Duration { return c.scaler.Horizon() }
 
 // Failed records that relay server of stream id could not start.
 func (c *Controller) Failed(now time.Time, server, id int, why string, dst []Decision) []Decision {

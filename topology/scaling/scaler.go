@@ -28,7 +28,8 @@ type Config struct {
 	// Hold is how long the load must stay below Low before a drain, and
 	// the pause between two drains of a group. Default 60 s.
 	Hold time.Duration
-	// MinLifetime: no relay is drained before this age. Default 3 min.
+	// MinLifetime: no relay is drained before this age. Default 5 min (a
+	// relay closed younger counts as an oscillation in the scorecard).
 	MinLifetime time.Duration
 	// Horizon is how far ahead load is predicted. Default 15 s (relay
 	// start-up time plus a sample interval or two).
@@ -54,7 +55,7 @@ func (c *Config) defaults() {
 		c.Hold = time.Minute
 	}
 	if c.MinLifetime <= 0 {
-		c.MinLifetime = 3 * time.Minute
+		c.MinLifetime = 5 * time.Minute
 	}
 	if c.Horizon <= 0 {
 		c.Horizon = 15 * time.Second
@@ -331,6 +332,17 @@ func (s *Scaler) OpenOn(now time.Time, stream, server int, why string) (Decision
 	reason := fmt.Sprintf("stream %s on %s: %s", s.name(stream), s.g.Servers()[server].ID, why)
 	return s.add(now, server, stream, reason), true
 }
+
+// SetHorizon changes how far ahead load is predicted (the controller
+// matches it to the relays' measured start-up time).
+func (s *Scaler) SetHorizon(h time.Duration) {
+	if h > 0 {
+		s.cfg.Horizon = h
+	}
+}
+
+// Horizon is the prediction horizon in effect.
+func (s *Scaler) Horizon() time.Duration { return s.cfg.Horizon }
 
 // Ready records that a relay finished starting.
 func (s *Scaler) Ready(server, stream int) {
