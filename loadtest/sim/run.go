@@ -55,6 +55,7 @@ func Epoch() time.Time { return epoch }
 type holding struct {
 	server placement.ServerID
 	n      int64
+	prov   int64 // of n, viewers with a provisional token (a nearer relay was starting)
 }
 
 type audience struct {
@@ -67,6 +68,8 @@ type audience struct {
 	churn   float64   // fractional churn carried to the next tick
 	on      []holding // servers holding this audience's viewers
 	idx     map[placement.ServerID]int
+	commit  float32 // distance to the nearest relay starting or serving (valid while cgen == run.gen+1)
+	cgen    uint64
 }
 
 func (a *audience) add(s placement.ServerID, n int64) {
@@ -91,7 +94,8 @@ type pendingOpen struct {
 }
 
 type relayInfo struct {
-	opened time.Time
+	opened   time.Time
+	draining bool
 }
 
 type run struct {
@@ -119,7 +123,7 @@ type run struct {
 	killed  [][]int
 	ds      []controller.Decision
 	loads   [][]controller.Load
-	inTick  bool
+	gen     uint64 // changes whenever r.relays does
 	hist    stretchHist
 	oracle  *oracle
 	sum     Summary
@@ -287,10 +291,15 @@ func (r *run) act(now time.Time, cause controller.Kind, d controller.Decision) {
 			for _, m := range r.meshes {
 				m.Open(k.server, k.stream)
 			}
+			r.provisional(now, k)
 		}
 	case controller.Failed:
 		r.closeRelay(now, k, false)
 	case controller.Drain:
+		if info := r.relays[k]; info != nil {
+			info.draining = true
+			r.gen++
+		}
 		r.closeAll(k)
 		r.evict(now, k.server, k.stream)
 	case controller.Close:
@@ -318,6 +327,7 @@ func (r *run) open(now time.Time, cause controller.Kind, k relayKey) {
 		return
 	}
 	r.relays[k] = &relayInfo{opened: now}
+	r.gen++
 	r.pending = append(r.pending, pendingOpen{key: k, ready: now.Add(r.startup())})
 	r.sum.RelaysOpened++
 	if cause == controller.EvDemand {
@@ -337,6 +347,7 @@ func (r *run) closeRelay(now time.Time, k relayKey, closed bool) {
 		return
 	}
 	delete(r.relays, k)
+	r.gen++
 	if !closed {
 		r.sum.RelaysLost++
 		return
@@ -359,7 +370,7 @@ func (r *run) finish(end time.Time) {
 	r.sum.OracleMeanStretch, r.sum.OracleP99Stretch = r.oracle.hist.mean(), r.oracle.hist.quantile(0.99)
 	r.sum.OracleViewerSecondsWaiting = math.Round(r.oracle.waitingVS)
 	r.sum.RelaySecondsMinimum = math.Round(r.oracle.relaySeconds)
-	r.sum.ViewersMoved = r.sum.ViewersMigrated + r.sum.ViewersReplaced + r.sum.ViewersShed + r.sum.ViewersLost
+	r.sum.ViewersMoved = r.sum.ViewersMigrated + r.sum.ViewersReplaced + r.sum.ViewersShed + r.sum.ViewersLost + r.sum.ViewersMovedNearer
 	r.sum.Score = score(r.hist.sum, r.hist.tot, r.sum.ViewerSecondsWaiting)
 	r.sum.OracleScore = score(r.oracle.hist.sum, r.oracle.hist.tot, r.oracle.waitingVS)
 	r.sum.derive()
@@ -521,10 +532,80 @@ func (r *run) place(now time.Time, a *audience, n int64, claims placement.Claims
 		m.AddViewers(res.Server, a.stream, 1)
 		r.account(res.Server, a.stream, 1)
 		a.add(res.Server, 1)
+		if r.sc.ProvisionalTokens && r.dist(a, res.Server) > r.committed(a) {
+			a.on[a.idx[res.Server]].prov++
+		}
 		a.waiting--
 		n--
 		r.demand(now, a, 1, res.Nearest)
 	}
+}
+
+// dist is the distance from a's location to a server.
+func (r *run) dist(a *audience, s placement.ServerID) float32 {
+	return r.table.Dist(a.vertex, r.table.DestIndex(r.mesh.Server(s).Vertex))
+}
+
+// committed is the distance from a to the nearest relay of its stream
+// that is starting or serving (or the primary).
+func (r *run) committed(a *audience) float32 {
+	if a.cgen == r.gen+1 {
+		return a.commit
+	}
+	d := distance.Inf
+	if p := r.mesh.Primary(); p != placement.NoServer {
+		d = r.dist(a, p)
+	}
+	for k, info := range r.relays {
+		if k.stream == a.stream && !info.draining && !r.dead[k.server] {
+			d = min(d, r.dist(a, k.server))
+		}
+	}
+	a.commit, a.cgen = d, r.gen+1
+	return d
+}
+
+// provisional moves the viewers with provisional tokens that relay k, now
+// serving, is nearer to than their server: their token held them only
+// until then. As many come back as the relay has room for (the others'
+// new answer would be where they are).
+func (r *run) provisional(now time.Time, k relayKey) {
+	room := r.room(k)
+	for _, a := range r.byStrm[k.stream] {
+		dk := r.dist(a, k.server)
+		for i := range a.on {
+			h := &a.on[i]
+			h.prov = min(h.prov, h.n)
+			if h.prov == 0 || r.dist(a, h.server) <= dk || room <= 0 {
+				continue
+			}
+			n := min(h.prov, room)
+			room -= n
+			h.n -= n
+			h.prov -= n
+			a.watch -= n
+			r.leave(h.server, a.stream, n)
+			a.waiting += n
+			before := a.waiting - n
+			r.place(now, a, n, placement.Claims{})
+			if moved := n - (a.waiting - before); moved > 0 {
+				r.sum.ViewersMovedNearer += moved
+			}
+		}
+	}
+}
+
+// room is how many more viewers of k's stream k's server takes.
+func (r *run) room(k relayKey) int64 {
+	s := r.mesh.Server(k.server)
+	room := int64(math.MaxInt64)
+	if s.CapacityViewers > 0 {
+		room = int64(s.CapacityViewers) - r.actual[k.server]
+	}
+	if b := r.strKbps[k.stream]; s.CapacityMbps > 0 && b > 0 {
+		room = min(room, (int64(s.CapacityMbps*1000)-r.kbps[k.server])/b)
+	}
+	return max(room, 0)
 }
 
 // expire models sticky tokens running out: each tick a share tick/TTL of

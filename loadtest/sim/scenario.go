@@ -39,19 +39,23 @@ type Scenario struct {
 	// RelayStartupMax, when above RelayStartup, makes each relay's
 	// start-up time uniform in [relay_startup, relay_startup_max].
 	RelayStartupMax time.Duration `yaml:"relay_startup_max"`
-	StatusTTL       time.Duration `yaml:"status_ttl"`  // a relay silent this long is down; default 10s
-	TokenTTL        time.Duration `yaml:"token_ttl"`   // sticky assignment lifetime; default 5m
-	Redirectors     int           `yaml:"redirectors"` // independent placement views, synced at samples; default 1
-	Seed            uint64        `yaml:"seed"`
-	Graph           yaml.Node     `yaml:"graph"` // a path (relative to the scenario) or an inline graph; default the built-in world
-	Primary         PrimarySpec   `yaml:"primary"`
-	Pools           []PoolSpec    `yaml:"pools"`
-	Streams         []StreamSpec  `yaml:"streams"`
-	Audience        []Audience    `yaml:"audience"`
-	Demand          DemandSpec    `yaml:"demand"`
-	Scaling         ScalingSpec   `yaml:"scaling"`
-	Failures        []Failure     `yaml:"failures"`
-	FanOut          int           `yaml:"fan_out"` // relays of a stream pulling from one server; default 4
+	StatusTTL       time.Duration `yaml:"status_ttl"` // a relay silent this long is down; default 10s
+	TokenTTL        time.Duration `yaml:"token_ttl"`  // sticky assignment lifetime; default 5m
+	// ProvisionalTokens: a viewer placed farther than a relay that is
+	// starting gets a provisional token and moves once that relay serves
+	// (not after the token's lifetime). Default true.
+	ProvisionalTokens bool         `yaml:"provisional_tokens"`
+	Redirectors       int          `yaml:"redirectors"` // independent placement views, synced at samples; default 1
+	Seed              uint64       `yaml:"seed"`
+	Graph             yaml.Node    `yaml:"graph"` // a path (relative to the scenario) or an inline graph; default the built-in world
+	Primary           PrimarySpec  `yaml:"primary"`
+	Pools             []PoolSpec   `yaml:"pools"`
+	Streams           []StreamSpec `yaml:"streams"`
+	Audience          []Audience   `yaml:"audience"`
+	Demand            DemandSpec   `yaml:"demand"`
+	Scaling           ScalingSpec  `yaml:"scaling"`
+	Failures          []Failure    `yaml:"failures"`
+	FanOut            int          `yaml:"fan_out"` // relays of a stream pulling from one server; default 4
 
 	graph   *graph.Graph // resolved, with generated servers
 	base    *graph.Graph // without them
@@ -157,7 +161,7 @@ func ParseScenario(name string, data []byte, dir string) (*Scenario, error) {
 	if len(data) > MaxScenarioSize {
 		return nil, fmt.Errorf("%s: scenario larger than %d bytes", name, MaxScenarioSize)
 	}
-	var sc Scenario
+	sc := Scenario{ProvisionalTokens: true}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&sc); err != nil {

@@ -25,7 +25,8 @@ type Summary struct {
 	ViewersReplaced      int64   `json:"viewers_replaced_on_token_expiry"`
 	ViewersShed          int64   `json:"viewers_shed_over_hard_limit"`
 	ViewersLost          int64   `json:"viewers_lost_with_a_server"`
-	ViewersMoved         int64   `json:"viewers_moved"` // migrated + replaced + shed + lost
+	ViewersMovedNearer   int64   `json:"viewers_moved_nearer"` // provisional tokens, once a nearer relay serves
+	ViewersMoved         int64   `json:"viewers_moved"`        // migrated + replaced + shed + lost + nearer
 	ViewersChurned       int64   `json:"viewers_churned"`
 	ViewerSeconds        float64 `json:"viewer_seconds"` // served
 	WaitingShare         float64 `json:"waiting_share"`  // waiting / (served + waiting) viewer-seconds
@@ -122,7 +123,7 @@ viewers
   peak concurrent            %d
   placement requests         %d  (%.0f decisions/s)
   rejected (retry later)     %d  (%.0f viewer-seconds waiting, %.3f %% of all)
-  moved                      %d  (off drained relays %d, token expiry %d, shed %d, lost with a server %d)
+  moved                      %d  (off drained relays %d, token expiry %d, shed %d, lost with a server %d, nearer %d)
   churned                    %d
 relays
   opened                     %d  (%d by demand, %d in the reserve pool)
@@ -140,7 +141,7 @@ distance stretch (assigned / best possible, per viewer-second)
   score with waiting (×%d)   %.3f  (oracle %.3f)
 `, s.Scenario, s.Policy, s.Seed, s.Scale, s.SimSeconds, s.WallSeconds,
 		s.ViewersPeak, s.Requests, s.DecisionsPerSecond, s.RequestsRejected, s.ViewerSecondsWaiting, s.WaitingShare*100,
-		s.ViewersMoved, s.ViewersMigrated, s.ViewersReplaced, s.ViewersShed, s.ViewersLost, s.ViewersChurned,
+		s.ViewersMoved, s.ViewersMigrated, s.ViewersReplaced, s.ViewersShed, s.ViewersLost, s.ViewersMovedNearer, s.ViewersChurned,
 		s.RelaysOpened, s.RelaysOpenedByDemand, s.RelaysOpenedInReserve, s.RelaysClosed, s.RelaysLost, s.RelaysPeak, s.RelaysAtEnd,
 		s.Lifetimes.Under1m, s.Lifetimes.Under5m, s.Lifetimes.Under15m, s.Lifetimes.Over15m, s.Lifetimes.OpenAtEnd,
 		s.Oscillations, s.RelaySeconds, s.RelaySecondsMinimum, s.RelaySecondsVsMinimum,

@@ -183,7 +183,12 @@ type Controller struct {
 	dec     []demand.Decision
 	sdec    []scaling.Decision
 	samples []scaling.Sample
-	destOf  []int             // per server: destination index of its location
+	destOf  []int   // per server: destination index of its location
+	near    [][]int // per vertex: the nearest relay-pool destinations, nearest first
+	press   map[[2]int]*pressureCell
+	locs    map[[2]int]*locLoad // (stream, dest) → load and capacity of its relays there
+	free    map[[2]int]bool     // (stream, dest) → its pool has a free server (this tick)
+	lnHalf  float64
 	autoH   bool              // the horizon follows the measured start-up time
 	startup float64           // EWMA of relay start-up times, seconds (0: none yet)
 	ended   map[int]time.Time // stream id → when it was reported unpublished
@@ -204,6 +209,7 @@ func New(cfg Config, g *graph.Graph) *Controller {
 		c.destOf[i] = table.DestIndex(s.Vertex)
 	}
 	c.autoH = cfg.Scaling.Horizon <= 0
+	c.initPressure()
 	return c
 }
 
@@ -357,7 +363,7 @@ func (c *Controller) Demand(now time.Time, id int, v graph.VertexID, n float64, 
 		}
 		dst = c.open(now, s, sd, dst)
 	}
-	return dst
+	return c.pressure(now, s, v, n, dst)
 }
 
 // open records a new relay and appends its Open decision.
@@ -368,6 +374,17 @@ func (c *Controller) open(now time.Time, s *stream, d scaling.Decision, dst []De
 	p := c.parent(d.Server, s)
 	s.relays[d.Server] = &Relay{Server: d.Server, Parent: p, State: Opening, Since: now}
 	s.gen++
+	if j := c.destOf[d.Server]; j >= 0 {
+		k := [2]int{s.id, j}
+		l := c.locs[k]
+		if l == nil {
+			l = &locLoad{}
+			c.locs[k] = l
+		}
+		cp := c.scaler.Capacity(d.Server, s.id)
+		l.capacity += cp
+		l.perRelay = max(l.perRelay, cp)
+	}
 	c.tracker.SetHosted(s.id, c.g.Servers()[d.Server].Vertex, true)
 	return append(dst, Decision{Action: Open, Stream: s.id, Server: d.Server, Location: d.Location, Parent: p, Reason: d.Reason})
 }
@@ -602,6 +619,7 @@ func (c *Controller) Tick(now time.Time, dst []Decision) []Decision {
 		dst = append(dst, Decision{Action: Down, Stream: -1, Server: i, Location: sv.Vertex, Parent: -1,
 			Reason: "no status for " + c.cfg.StatusTTL.String()})
 	}
+	c.measureLocations()
 	c.samples = c.samples[:0]
 	prim := c.g.Primary()
 	for _, s := range c.byID {

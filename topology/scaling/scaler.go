@@ -148,7 +148,9 @@ type Scaler struct {
 	reserve    map[graph.VertexID]*jumphash.Pool
 	reserveAll jumphash.Pool
 	regionLocs map[graph.VertexID][]graph.VertexID
-	capacity   []float64
+	capacity   []float64 // viewers (Inf: unlimited)
+	capMbps    []float64 // Mbit/s (Inf: unlimited)
+	bitrate    map[int]float64
 	down       []bool
 	relays     map[[2]int]*relay
 	groups     map[groupKey]*group
@@ -169,6 +171,8 @@ func New(cfg Config, g *graph.Graph) *Scaler {
 		reserve:    map[graph.VertexID]*jumphash.Pool{},
 		regionLocs: map[graph.VertexID][]graph.VertexID{},
 		capacity:   make([]float64, n),
+		capMbps:    make([]float64, n),
+		bitrate:    map[int]float64{},
 		down:       make([]bool, n),
 		relays:     map[[2]int]*relay{},
 		groups:     map[groupKey]*group{},
@@ -181,6 +185,10 @@ func New(cfg Config, g *graph.Graph) *Scaler {
 		s.capacity[i] = float64(sv.CapacityViewers)
 		if sv.CapacityViewers == 0 {
 			s.capacity[i] = math.Inf(1)
+		}
+		s.capMbps[i] = sv.CapacityMbps
+		if sv.CapacityMbps == 0 {
+			s.capMbps[i] = math.Inf(1)
 		}
 		s.srvPred[i] = NewPredictor(cfg.Window)
 		switch sv.Role {
@@ -235,7 +243,49 @@ func (s *Scaler) usable(server, stream int) bool {
 	if _, busy := s.relays[[2]int{server, stream}]; busy {
 		return false
 	}
-	return s.srvLoad[server] < s.cfg.High*s.capacity[server]
+	return s.srvLoad[server] < s.cfg.High*s.Capacity(server, stream)
+}
+
+// SetBitrate records a stream's bitrate, so that a server's capacity for it
+// is the smaller of its viewer capacity and its Mbit/s capacity over the
+// bitrate.
+func (s *Scaler) SetBitrate(stream int, mbps float64) {
+	if mbps > 0 && !math.IsInf(mbps, 0) {
+		s.bitrate[stream] = mbps
+	}
+}
+
+// Capacity is how many viewers of stream a server holds: its viewer
+// capacity, or its Mbit/s capacity over the stream's bitrate if smaller.
+func (s *Scaler) Capacity(server, stream int) float64 {
+	c := s.capacity[server]
+	if b := s.bitrate[stream]; b > 0 {
+		c = math.Min(c, s.capMbps[server]/b)
+	}
+	return c
+}
+
+// Free reports whether the pool at loc has a server that could take a new
+// relay of stream.
+func (s *Scaler) Free(stream int, loc graph.VertexID) bool {
+	if loc < 0 || int(loc) >= len(s.pools) {
+		return false
+	}
+	return s.pools[loc].PickFunc(s.name(stream), 4, func(m int) bool { return s.usable(m, stream) }) >= 0
+}
+
+// OpenInPool opens a relay of stream on a server of loc's own pool (no
+// reserve overflow); ok is false when the pool has no free server.
+func (s *Scaler) OpenInPool(now time.Time, stream int, loc graph.VertexID, why string) (Decision, bool) {
+	if loc < 0 || int(loc) >= len(s.pools) {
+		return Decision{}, false
+	}
+	m := s.pools[loc].PickFunc(s.name(stream), 4, func(m int) bool { return s.usable(m, stream) })
+	if m < 0 {
+		return Decision{}, false
+	}
+	reason := fmt.Sprintf("stream %s at %s: %s; server %s", s.name(stream), s.locID(loc), why, s.g.Servers()[m].ID)
+	return s.add(now, m, stream, reason), true
 }
 
 // place picks a server for a new relay of stream at one of locs (in
@@ -368,8 +418,21 @@ func (s *Scaler) Relays(stream int) int {
 // Predicted returns the total viewers predicted for a server at the
 // horizon, for placement's capacity check.
 func (s *Scaler) Predicted(server int) float64 {
-	p, _, _ := s.srvPred[server].Predict(s.cfg.Horizon)
+	p := s.predict(s.srvPred[server])
 	return p
+}
+
+// predict is p's load at the horizon, its upward curvature extrapolated
+// no further than the present slope: over a horizon as long as a relay's
+// start-up, the square of a step's kink would predict many times the load
+// that comes (the slope at the latest sample already carries the
+// acceleration seen so far).
+func (s *Scaler) predict(p *Predictor) float64 {
+	load, slope, accel := p.Predict(s.cfg.Horizon)
+	if accel > 0 && p.Len() > 0 {
+		load = math.Min(load, p.Last()+math.Max(slope, 0)*s.cfg.Horizon.Seconds())
+	}
+	return load
 }
 
 // Evaluate takes one round of relay samples taken at now, updates the load
@@ -424,7 +487,7 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 		total += r.viewers
 		if r.state != draining {
 			active = append(active, r)
-			capSum += s.capacity[r.server]
+			capSum += s.Capacity(r.server, r.stream)
 		}
 	}
 	// Close drained relays (iterating over a copy: remove edits g.relays).
@@ -441,7 +504,8 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 		}
 	}
 	g.pred.Add(now, total)
-	pred, slope, accel := g.pred.Predict(s.cfg.Horizon)
+	_, slope, accel := g.pred.Predict(s.cfg.Horizon)
+	pred := s.predict(g.pred)
 	want := math.Max(total, pred)
 	n := len(active)
 	if n == 0 {
@@ -459,7 +523,7 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 		need := min(int(math.Ceil(want/high))-n, s.cfg.MaxOpenPerStep)
 		// Prefer the locations where the group's relays are busiest.
 		sort.SliceStable(active, func(i, j int) bool {
-			return active[i].viewers/s.capacity[active[i].server] > active[j].viewers/s.capacity[active[j].server]
+			return active[i].viewers/s.Capacity(active[i].server, active[i].stream) > active[j].viewers/s.Capacity(active[j].server, active[j].stream)
 		})
 		var locs []graph.VertexID
 		seen := map[graph.VertexID]bool{}
