@@ -754,15 +754,17 @@ func (r *run) sample(now time.Time) {
 				continue
 			}
 			ls := r.loads[h.server]
+			mbps := float64(h.n*r.strKbps[a.stream]) / 1000
 			found := false
 			for j := range ls {
 				if ls[j].Stream == name {
 					ls[j].Viewers += float64(h.n)
+					ls[j].Mbps += mbps
 					found = true
 				}
 			}
 			if !found {
-				r.loads[h.server] = append(ls, controller.Load{Stream: name, Viewers: float64(h.n)})
+				r.loads[h.server] = append(ls, controller.Load{Stream: name, Viewers: float64(h.n), Mbps: mbps})
 			}
 		}
 	}

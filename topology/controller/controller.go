@@ -153,6 +153,7 @@ type Relay struct {
 type Load struct {
 	Stream  string
 	Viewers float64
+	Mbps    float64 // sent to those viewers; with Viewers, the stream's bitrate
 }
 
 type stream struct {
@@ -160,6 +161,7 @@ type stream struct {
 	name       string
 	relays     map[int]*Relay
 	lastDemand time.Time
+	bitrate    float64 // Mbit/s per viewer, from the first status reporting it
 	// near caches, per vertex, the distance to the nearest committed
 	// carrier (opening or serving); valid while nearGen == gen.
 	near    []float32
@@ -430,6 +432,16 @@ func (c *Controller) Status(now time.Time, server int, loads []Load, dst []Decis
 	}
 	c.seen[server] = now
 	c.loads[server] = append(c.loads[server][:0], loads...)
+	for _, l := range loads {
+		if l.Viewers > 0 && l.Mbps > 0 {
+			if s := c.byName[l.Stream]; s != nil && s.bitrate == 0 {
+				// The first report fixes the bitrate (capacity in Mbit/s
+				// over bitrate is a relay's capacity in viewers).
+				s.bitrate = l.Mbps / l.Viewers
+				c.scaler.SetBitrate(s.id, s.bitrate)
+			}
+		}
+	}
 	if !c.down[server] {
 		return dst
 	}
@@ -622,9 +634,16 @@ func (c *Controller) Tick(now time.Time, dst []Decision) []Decision {
 	c.measureLocations()
 	c.samples = c.samples[:0]
 	prim := c.g.Primary()
+	// A relay's children (relays pulling the stream from it) count against
+	// its capacity like viewers: each is one more copy of the stream sent.
+	children := map[int]float64{}
 	for _, s := range c.byID {
+		clear(children)
+		for _, r := range s.relays {
+			children[r.Parent]++
+		}
 		if prim >= 0 && !c.seen[prim].IsZero() {
-			c.samples = append(c.samples, scaling.Sample{Server: prim, Stream: s.id, Viewers: c.viewers(prim, s.name)})
+			c.samples = append(c.samples, scaling.Sample{Server: prim, Stream: s.id, Viewers: c.viewers(prim, s.name) + children[prim]})
 		}
 		srvs := make([]int, 0, len(s.relays))
 		for srv := range s.relays {
@@ -635,7 +654,7 @@ func (c *Controller) Tick(now time.Time, dst []Decision) []Decision {
 			if c.seen[srv].IsZero() {
 				continue
 			}
-			c.samples = append(c.samples, scaling.Sample{Server: srv, Stream: s.id, Viewers: c.viewers(srv, s.name)})
+			c.samples = append(c.samples, scaling.Sample{Server: srv, Stream: s.id, Viewers: c.viewers(srv, s.name) + children[srv]})
 		}
 	}
 	c.sdec = c.scaler.Evaluate(now, c.samples, c.sdec[:0])

@@ -298,7 +298,7 @@ func (st *state) onStatus(ctx context.Context, now time.Time, s bus.Status) {
 	back := st.ctl.IsDown(srv)
 	loads := make([]controller.Load, 0, len(s.Streams))
 	for _, ss := range s.Streams {
-		loads = append(loads, controller.Load{Stream: ss.App + "/" + ss.Name, Viewers: float64(ss.Viewers)})
+		loads = append(loads, controller.Load{Stream: ss.App + "/" + ss.Name, Viewers: float64(ss.Viewers), Mbps: ss.Mbps})
 	}
 	st.apply(ctx, controller.Event{Time: now, Kind: controller.EvStatus, Server: srv, Loads: loads})
 	if back {
