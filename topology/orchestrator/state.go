@@ -70,8 +70,11 @@ func newState(o *Orchestrator, b *bus.Buckets) *state {
 }
 
 // stream returns (creating) app/name; nil when at the bound.
-func (st *state) stream(app, name string) *stream {
-	id, ok := st.ctl.Stream(app + "/" + name)
+func (st *state) stream(app, name string) *stream { return st.streamKey(app+"/"+name, app, name) }
+
+// streamKey is stream with the key app/name already made.
+func (st *state) streamKey(key, app, name string) *stream {
+	id, ok := st.ctl.Stream(key)
 	if !ok {
 		return nil
 	}
@@ -312,12 +315,13 @@ func (st *state) onDemand(ctx context.Context, now time.Time, d bus.Demand) {
 		if !ok {
 			continue
 		}
-		s := st.stream(e.App, e.Name)
+		key := e.App + "/" + e.Name
+		s := st.streamKey(key, e.App, e.Name)
 		if s == nil {
 			continue
 		}
 		st.bonus.dirty[s.id] = true
-		st.apply(ctx, controller.Event{Time: now, Kind: controller.EvDemand, Stream: e.App + "/" + e.Name,
+		st.apply(ctx, controller.Event{Time: now, Kind: controller.EvDemand, Stream: key,
 			Vertex: v, N: float64(e.N), Nearest: e.Nearest})
 	}
 }
