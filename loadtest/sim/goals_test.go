@@ -16,7 +16,7 @@ var knownMisses = map[string][]string{
 	"spike":   {"relay-seconds / offline minimum"},
 	"step":    {"mean stretch / oracle's", "relay-seconds / offline minimum"},
 	"ramp":    {"relay-seconds / offline minimum"},
-	"whistle": {"mean stretch / oracle's", "relay-seconds / offline minimum", "mean stretch / static's"},
+	"whistle": {"mean stretch / oracle's", "relay-seconds / offline minimum"},
 	"failure": {"mean stretch / oracle's", "relay-seconds / offline minimum", "relay-seconds / static's"},
 	"churn":   {"relay-seconds / offline minimum"},
 }
