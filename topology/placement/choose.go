@@ -183,8 +183,9 @@ func (w *view) pick(row []float32, cs []ServerID, kbps int64, reserve bool, r Ra
 
 // ChooseSticky keeps a viewer on the server its verified token names when
 // that server is up, not draining, carries the stream and is below its hard
-// limit; otherwise it chooses afresh. Pass a zero Claims when there is no
-// valid token.
+// limit; otherwise it chooses afresh. A provisional token keeps the viewer
+// only while no nearer carrier can take it. Pass a zero Claims when there
+// is no valid token.
 func (m *Mesh) ChooseSticky(v graph.VertexID, s StreamID, c Claims, r Rand) Result {
 	w := m.view.Load()
 	if c.Server != "" && s >= 0 && int(s) < len(w.names) && c.Stream == w.names[s] {
@@ -194,6 +195,11 @@ func (m *Mesh) ChooseSticky(v graph.VertexID, s StreamID, c Claims, r Rand) Resu
 				d := distance.Inf
 				if row := w.table.Row(v); row != nil {
 					d = row[info.dest]
+				}
+				if c.Provisional {
+					if res := m.Choose(v, s, r); res.Server != NoServer && res.Dist < d {
+						return res
+					}
 				}
 				return Result{Server: id, Dist: d, Ties: 1, Reason: ReasonSticky}
 			}

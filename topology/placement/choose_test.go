@@ -471,3 +471,47 @@ func TestGroupedChoiceMatchesLinear(t *testing.T) {
 		}
 	}
 }
+
+// A provisional token keeps its viewer only until a nearer carrier can
+// take it; it survives signing and verifying; version-1 tokens still verify.
+func TestProvisionalToken(t *testing.T) {
+	key := []byte("k")
+	now := time.Unix(1_700_000_000, 0)
+	for _, prov := range []bool{false, true} {
+		tok, err := Sign(key, Claims{Server: "relay-eu", Stream: "live/a", Expires: now.Add(time.Minute), Provisional: prov})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Verify(key, tok, now)
+		if err != nil || c.Provisional != prov || c.Server != "relay-eu" || c.Stream != "live/a" {
+			t.Fatalf("provisional %v: %+v %v", prov, c, err)
+		}
+	}
+	g, err := graph.World(
+		graph.Server{ID: "p", Location: "eu", Role: graph.RolePrimary, CapacityViewers: 1},
+		graph.Server{ID: "relay-na", Location: "na", CapacityViewers: 100},
+		graph.Server{ID: "relay-jp", Location: "JP", CapacityViewers: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(g, Config{})
+	s, _ := m.AddStream("live/a", 1)
+	na, _ := m.ServerByID("relay-na")
+	jp, _ := m.ServerByID("relay-jp")
+	m.Open(na, s)
+	m.SetLoad(m.Primary(), 1, 0) // the primary is full
+	vjp, _ := g.Vertex("JP")
+	r := rand.New(rand.NewPCG(1, 2))
+	claims := Claims{Server: "relay-na", Stream: "live/a", Provisional: true}
+	if res := m.ChooseSticky(vjp, s, claims, r); res.Server != na || res.Reason != ReasonSticky {
+		t.Fatalf("before the nearer relay serves: %+v", res)
+	}
+	m.Open(jp, s)
+	if res := m.ChooseSticky(vjp, s, claims, r); res.Server != jp {
+		t.Fatalf("provisional token once relay-jp serves: %+v", res)
+	}
+	claims.Provisional = false
+	if res := m.ChooseSticky(vjp, s, claims, r); res.Server != na {
+		t.Fatalf("ordinary token: %+v", res)
+	}
+}
