@@ -23,10 +23,10 @@ type Config struct {
 	// above which relays are added. Default 0.8.
 	High float64
 	// Low is the fraction below which, held for Hold, one relay is
-	// drained. Default 0.3.
+	// drained. Default 0.5.
 	Low float64
 	// Hold is how long the load must stay below Low before a drain, and
-	// the pause between two drains of a group. Default 60 s.
+	// the pause between two drains of a group. Default 20 s.
 	Hold time.Duration
 	// MinLifetime: no relay is drained before this age. Default 5 min (a
 	// relay closed younger counts as an oscillation in the scorecard).
@@ -49,10 +49,10 @@ func (c *Config) defaults() {
 		c.High = 0.8
 	}
 	if c.Low <= 0 {
-		c.Low = 0.3
+		c.Low = 0.5
 	}
 	if c.Hold <= 0 {
-		c.Hold = time.Minute
+		c.Hold = 20 * time.Second
 	}
 	if c.MinLifetime <= 0 {
 		c.MinLifetime = 5 * time.Minute
@@ -560,24 +560,40 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 		}
 		// Drain down to the count that puts the load half-way between the
 		// watermarks (at least one relay while there are viewers). A relay
-		// that is the last of its stream at its location and still has
-		// viewers stays: it brings the stream close to them.
+		// is drained only where the other relays of its location can hold
+		// that location's viewers below the high watermark: its viewers
+		// then stay near (and the last relay of a location with viewers
+		// stays: it brings the stream close to them). Locations with the
+		// most room go first, and in them the emptiest relays.
 		keep := int(math.Ceil(want / ((s.cfg.High + s.cfg.Low) / 2 * capR)))
 		drain := n - keep
-		perLoc := map[graph.VertexID]int{}
+		locViewers := map[graph.VertexID]float64{}
+		locCap := map[graph.VertexID]float64{}
 		for _, r := range active {
-			perLoc[s.g.Servers()[r.server].Vertex]++
+			v := s.g.Servers()[r.server].Vertex
+			locViewers[v] += r.viewers
+			locCap[v] += s.Capacity(r.server, r.stream)
 		}
-		sort.SliceStable(active, func(i, j int) bool { return active[i].viewers < active[j].viewers })
+		use := func(r *relay) float64 {
+			v := s.g.Servers()[r.server].Vertex
+			return locViewers[v] / locCap[v]
+		}
+		sort.SliceStable(active, func(i, j int) bool {
+			if ui, uj := use(active[i]), use(active[j]); ui != uj {
+				return ui < uj
+			}
+			return active[i].viewers < active[j].viewers
+		})
 		for _, r := range active {
 			if drain <= 0 {
 				break
 			}
 			loc := s.g.Servers()[r.server].Vertex
-			if r.state != ready || now.Sub(r.opened) < s.cfg.MinLifetime || (r.viewers > 0 && perLoc[loc] == 1) {
+			c := s.Capacity(r.server, r.stream)
+			if r.state != ready || now.Sub(r.opened) < s.cfg.MinLifetime || locViewers[loc] > s.cfg.High*(locCap[loc]-c) {
 				continue
 			}
-			perLoc[loc]--
+			locCap[loc] -= c
 			drain--
 			r.state, r.drainAt = draining, now
 			dst = append(dst, Decision{Action: ActionDrain, Server: r.server, Stream: r.stream, Location: loc,
