@@ -317,6 +317,9 @@ func (c *Controller) srvID(i int) string { return c.g.Servers()[i].ID }
 // carrier for the demand rule, so the bonus does not open a second relay
 // farther away while the first is starting.
 func (c *Controller) committed(s *stream, v graph.VertexID) float32 {
+	if c.g.NumVertices() > maxNearCache {
+		return c.committedNow(s, v)
+	}
 	if s.near == nil || s.nearGen != s.gen {
 		if s.near == nil {
 			s.near = make([]float32, c.g.NumVertices())
@@ -332,6 +335,18 @@ func (c *Controller) committed(s *stream, v graph.VertexID) float32 {
 	if d := s.near[v]; d >= 0 {
 		return d
 	}
+	d := c.committedNow(s, v)
+	s.near[v] = d
+	return d
+}
+
+// maxNearCache: on larger graphs the per-stream, per-vertex cache of
+// committed distances is not kept (it would take 4 bytes per vertex and
+// stream).
+const maxNearCache = 1 << 16
+
+// committedNow computes committed without the cache.
+func (c *Controller) committedNow(s *stream, v graph.VertexID) float32 {
 	d := distance.Inf
 	if p := c.g.Primary(); p >= 0 && c.destOf[p] >= 0 {
 		d = c.table.Dist(v, c.destOf[p])
@@ -342,7 +357,6 @@ func (c *Controller) committed(s *stream, v graph.VertexID) float32 {
 		}
 		d = min(d, c.table.Dist(v, c.destOf[srv]))
 	}
-	s.near[v] = d
 	return d
 }
 
