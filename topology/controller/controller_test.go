@@ -127,3 +127,54 @@ func TestEndGrace(t *testing.T) {
 		t.Fatalf("after the grace: %v", ds)
 	}
 }
+
+// A crowd whose own location is hosted but full is served from elsewhere;
+// its requests build pressure there, and at one relay's worth a relay
+// opens at that location from its own pool — not where the region's
+// other relays are.
+func TestPressureOpensWhereTheUnservedAre(t *testing.T) {
+	g, err := graph.World(
+		graph.Server{ID: "p", Location: "eu", Role: graph.RolePrimary, CapacityViewers: 1000},
+		graph.Server{ID: "jp-1", Location: "JP", CapacityViewers: 10},
+		graph.Server{ID: "jp-2", Location: "JP", CapacityViewers: 10},
+		graph.Server{ID: "in-1", Location: "IN", CapacityViewers: 10},
+		graph.Server{ID: "in-2", Location: "IN", CapacityViewers: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(Config{}, g)
+	id, _ := c.Stream("live/a")
+	in1, jp1 := server(t, g, "in-1"), server(t, g, "jp-1")
+	for _, srv := range []int{in1, jp1} {
+		if !c.Adopt(t0, srv, id, g.Primary(), Serving, t0) {
+			t.Fatal("adopt")
+		}
+	}
+	vin := vertex(t, g, "IN")
+	status := func(inViewers float64) {
+		c.Status(t0, in1, []Load{{Stream: "live/a", Viewers: inViewers}}, nil)
+		c.Status(t0, jp1, []Load{{Stream: "live/a", Viewers: 2}}, nil)
+		c.Status(t0, g.Primary(), nil, nil)
+		c.Tick(t0, nil)
+	}
+	// Room at IN: its requests were served there, no pressure.
+	status(3)
+	if ds := c.Apply(Event{Time: t0, Kind: EvDemand, Stream: "live/a", Vertex: vin, N: 20, Nearest: 0}, nil); len(ds) != 0 {
+		t.Fatalf("with room: %v", ds)
+	}
+	// IN full: seven requests are not yet a relay's worth (0.8 × 10), the
+	// eighth is.
+	status(10)
+	if ds := c.Apply(Event{Time: t0, Kind: EvDemand, Stream: "live/a", Vertex: vin, N: 7, Nearest: 0}, nil); len(ds) != 0 {
+		t.Fatalf("below a relay's worth: %v", ds)
+	}
+	d := only(t, c.Apply(Event{Time: t0, Kind: EvDemand, Stream: "live/a", Vertex: vin, N: 1, Nearest: 0}, nil), Open)
+	if d.Server != server(t, g, "in-2") || !strings.Contains(d.Reason, "served farther away") {
+		t.Fatalf("open %+v", d)
+	}
+	// The starting relay counts as capacity at IN: more requests before
+	// the next status open nothing.
+	if ds := c.Apply(Event{Time: t0, Kind: EvDemand, Stream: "live/a", Vertex: vin, N: 50, Nearest: 0}, nil); len(ds) != 0 {
+		t.Fatalf("while in-2 starts: %v", ds)
+	}
+}
