@@ -118,7 +118,10 @@ func TestOrchestratorDecidesAsSimulator(t *testing.T) {
 	octx, ostop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = o.Run(octx) }()
-	for !o.Leader() {
+	for i := 0; !o.Leader(); i++ {
+		if i > 500 {
+			t.Fatal("the orchestrator did not lead within 10 s")
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 
