@@ -186,7 +186,9 @@ type Controller struct {
 	sdec    []scaling.Decision
 	samples []scaling.Sample
 	destOf  []int   // per server: destination index of its location
-	near    [][]int // per vertex: the nearest relay-pool destinations, nearest first
+	near    [][]int // per vertex: the nearest relay-pool destinations, nearest first (small graphs)
+	nearBuf []int   // nearPools' buffer on large graphs
+	pool    []bool  // per destination: has relay servers
 	press   map[[2]int]*pressureCell
 	locs    map[[2]int]*locLoad // (stream, dest) → load and capacity of its relays there
 	free    map[[2]int]bool     // (stream, dest) → its pool has a free server (this tick)

@@ -48,27 +48,36 @@ func (c *Controller) initPressure() {
 		hl = time.Minute
 	}
 	c.lnHalf = math.Ln2 / float64(hl)
-	pool := make([]bool, c.table.NumDests())
+	c.pool = make([]bool, c.table.NumDests())
 	for i, s := range c.g.Servers() {
 		if s.Role == graph.RoleRelay && c.destOf[i] >= 0 {
-			pool[c.destOf[i]] = true
+			c.pool[c.destOf[i]] = true
 		}
+	}
+	if c.g.NumVertices() > maxNearCache {
+		return // nearest pools computed per request (nearPools)
 	}
 	c.near = make([][]int, c.g.NumVertices())
 	for v := range c.near {
-		row := c.table.Row(graph.VertexID(v))
-		var js []int
-		for j, d := range row {
-			if pool[j] && d != distance.Inf {
-				js = append(js, j)
-			}
-		}
-		sort.SliceStable(js, func(a, b int) bool { return row[js[a]] < row[js[b]] })
-		if len(js) > nearCandidates {
-			js = js[:nearCandidates]
-		}
-		c.near[v] = js
+		c.near[v] = c.nearPools(graph.VertexID(v), nil)
 	}
+}
+
+// nearPools appends to dst the nearest relay-pool destinations of v,
+// nearest first, at most nearCandidates.
+func (c *Controller) nearPools(v graph.VertexID, dst []int) []int {
+	row := c.table.Row(v)
+	js := dst[:0]
+	for j, d := range row {
+		if c.pool[j] && d != distance.Inf {
+			js = append(js, j)
+		}
+	}
+	sort.SliceStable(js, func(a, b int) bool { return row[js[a]] < row[js[b]] })
+	if len(js) > nearCandidates {
+		js = js[:nearCandidates]
+	}
+	return js
 }
 
 // pressure charges n requests of stream s from v to the location that
@@ -77,7 +86,14 @@ func (c *Controller) pressure(now time.Time, s *stream, v graph.VertexID, n floa
 	if !(n > 0) || math.IsInf(n, 0) {
 		return dst
 	}
-	for _, j := range c.near[v] {
+	var js []int
+	if c.near != nil {
+		js = c.near[v]
+	} else {
+		c.nearBuf = c.nearPools(v, c.nearBuf)
+		js = c.nearBuf
+	}
+	for _, j := range js {
 		k := [2]int{s.id, j}
 		l := c.locs[k]
 		if l == nil || l.capacity == 0 {
