@@ -38,6 +38,7 @@ func TestGoals(t *testing.T) {
 		}
 		seen[sc.Name] = true
 		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
 			card, err := RunScorecard(context.Background(), sc, Options{Scale: 0.1, ScaleCapacity: true}, false)
 			if err != nil {
 				t.Fatal(err)
