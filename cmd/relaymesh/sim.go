@@ -21,18 +21,21 @@ func init() {
 func runSim(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: relaymesh sim --scenario FILE [--json] [--report out.html] [--scale F] [--seed N]\n\n"+
-			"Runs the topology code (distance tables, placement, demand bonus, scaling)\n"+
-			"against a scenario on a virtual clock and prints a summary.\n\n")
+		fmt.Fprintf(fs.Output(), "usage: relaymesh sim --scenario FILE [--policy all|controller|static|load-only] [--json] [--report out.html] [--scale F] [--scale-capacity] [--seed N]\n\n"+
+			"Runs the mesh's controller (the orchestrator's decisions) against a scenario on a\n"+
+			"virtual clock, and the same scenario with two baselines (static relays everywhere,\n"+
+			"load-only autoscaling), and prints the scorecard with the goals.\n\n")
 		fs.PrintDefaults()
 	}
 	scenario := fs.String("scenario", "", "scenario file (YAML), e.g. loadtest/scenarios/spike.yaml")
-	asJSON := fs.Bool("json", false, "print the summary as JSON on stdout")
+	policy := fs.String("policy", "all", "all (the scorecard: controller and both baselines), controller, static or load-only")
+	asJSON := fs.Bool("json", false, "print the scorecard (or, with one policy, its summary) as JSON on stdout")
 	scale := fs.Float64("scale", 1, "multiply every viewer count of the scenario")
+	scaleCap := fs.Bool("scale-capacity", false, "multiply every server's capacity by --scale too (the same problem in small)")
 	seed := fs.Uint64("seed", 0, "random seed (0: the scenario's)")
-	logLevel := fs.String("log-level", "warn", "log level: debug shows every scaling decision")
+	logLevel := fs.String("log-level", "warn", "log level: debug shows every decision with its reason")
 	quiet := fs.Bool("quiet", false, "no progress line on stderr")
-	report := fs.String("report", "", "also write an HTML report with charts (viewers and servers per region over time, utilisation) to this file")
+	report := fs.String("report", "", "also write an HTML report with the scorecard and charts to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -48,10 +51,7 @@ func runSim(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	opt := sim.Options{Scale: *scale, Seed: *seed, Logger: log}
-	if *report != "" {
-		opt.Timeline = &sim.Timeline{}
-	}
+	opt := sim.Options{Scale: *scale, ScaleCapacity: *scaleCap, Seed: *seed, Logger: log}
 	progress := false
 	if !*quiet {
 		opt.Progress = func(p sim.Progress) {
@@ -59,7 +59,19 @@ func runSim(ctx context.Context, args []string) error {
 			fmt.Fprintf(os.Stderr, "\rsim: %v / %v simulated, %d viewers, %d relays   ", p.SimTime, p.Duration, p.Viewers, p.Relays)
 		}
 	}
-	sum, err := sim.Run(ctx, sc, opt)
+	var card *sim.Scorecard
+	if *policy == "all" {
+		card, err = sim.RunScorecard(ctx, sc, opt, *report != "")
+	} else {
+		opt.Policy = sim.Policy(*policy)
+		if *report != "" {
+			opt.Timeline = &sim.Timeline{}
+		}
+		var sum *sim.Summary
+		if sum, err = sim.Run(ctx, sc, opt); err == nil {
+			card = sim.SingleRun(sc, sum, opt.Timeline)
+		}
+	}
 	if progress {
 		fmt.Fprintln(os.Stderr)
 	}
@@ -71,7 +83,7 @@ func runSim(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := sim.WriteHTML(f, sum, opt.Timeline); err != nil {
+		if err := sim.WriteHTML(f, card); err != nil {
 			f.Close()
 			return err
 		}
@@ -79,10 +91,19 @@ func runSim(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(sum)
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	switch {
+	case *asJSON && len(card.Runs) == 1:
+		return enc.Encode(card.Runs[0])
+	case *asJSON:
+		return enc.Encode(card)
+	case len(card.Runs) == 1:
+		return card.Runs[0].WriteText(os.Stdout)
 	}
-	return sum.WriteText(os.Stdout)
+	if err := card.Runs[0].WriteText(os.Stdout); err != nil {
+		return err
+	}
+	fmt.Println()
+	return card.WriteText(os.Stdout)
 }

@@ -10,6 +10,8 @@ import (
 // never a panic; tiny accepted ones also run.
 func FuzzParseScenario(f *testing.F) {
 	f.Add([]byte(tiny))
+	f.Add([]byte(tiny + "relay_startup_max: 20s\nstatus_ttl: 3s\nfan_out: 2\nprovisional_tokens: false\n" +
+		"failures: [{at: 10s, server: busiest}, {at: 20s, region: hub, for: 10s}, {at: 5s, server: a-relay-1-1, for: 1s}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sc, err := ParseScenario("fuzz.yaml", data, "")
 		if err != nil {

@@ -9,11 +9,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/relaymesh/relaymesh/topology/demand"
+	"github.com/relaymesh/relaymesh/topology/controller"
 	"github.com/relaymesh/relaymesh/topology/distance"
 	"github.com/relaymesh/relaymesh/topology/graph"
 	"github.com/relaymesh/relaymesh/topology/placement"
-	"github.com/relaymesh/relaymesh/topology/scaling"
 )
 
 // Options tune a run.
@@ -22,13 +21,22 @@ type Options struct {
 	Scale float64
 	// Seed overrides the scenario's seed when non-zero.
 	Seed uint64
+	// ScaleCapacity multiplies every server's capacity by Scale too, so a
+	// run at a tenth of the viewers is the same problem in small: as many
+	// relays, each a tenth the size.
+	ScaleCapacity bool
+	// Policy is the decider: the controller (default) or a baseline.
+	Policy Policy
 	// Progress, when set, is called about once per second of wall time.
 	Progress func(Progress)
-	// Logger receives every scaling decision at debug level. Default: none.
+	// Logger receives every decision at debug level. Default: none.
 	Logger *slog.Logger
 	// Timeline, when set, receives a sample of the mesh per region at every
 	// sample interval (for the HTML report).
 	Timeline *Timeline
+	// Journal, when set, receives every event given to the controller and
+	// the decisions that came back (as the orchestrator's Config.Journal).
+	Journal func(controller.Event, []controller.Decision)
 }
 
 // Progress is a snapshot of a running simulation.
@@ -41,9 +49,13 @@ type Progress struct {
 // epoch is the virtual clock's origin.
 var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// Epoch is the virtual clock's origin (time 0 of a scenario).
+func Epoch() time.Time { return epoch }
+
 type holding struct {
 	server placement.ServerID
 	n      int64
+	prov   int64 // of n, viewers with a provisional token (a nearer relay was starting)
 }
 
 type audience struct {
@@ -53,8 +65,11 @@ type audience struct {
 	best    float32 // distance to the nearest location with servers
 	watch   int64
 	waiting int64
+	churn   float64   // fractional churn carried to the next tick
 	on      []holding // servers holding this audience's viewers
 	idx     map[placement.ServerID]int
+	commit  float32 // distance to the nearest relay starting or serving (valid while cgen == run.gen+1)
+	cgen    uint64
 }
 
 func (a *audience) add(s placement.ServerID, n int64) {
@@ -78,38 +93,40 @@ type pendingOpen struct {
 	ready time.Time
 }
 
-type regionKey struct {
-	stream placement.StreamID
-	region graph.VertexID
+type relayInfo struct {
+	opened   time.Time
+	draining bool
 }
 
 type run struct {
-	sc                  *Scenario
-	opt                 Options
-	log                 *slog.Logger
-	g                   *graph.Graph
-	mesh                *placement.Mesh   // redirector 0, also used for static lookups
-	meshes              []*placement.Mesh // one view per redirector
-	rr                  int               // round-robin over redirectors
-	actual              []int64           // true viewers per server
-	kbps                []int64           // true kbit/s per server
-	strKbps             []int64           // bitrate per stream
-	table               *distance.Table
-	tracker             *demand.Tracker
-	scaler              *scaling.Scaler
-	rng                 *rand.Rand
-	aud                 []*audience
-	byStrm              [][]*audience
-	relays              map[relayKey]bool // decided (starting or serving)
-	atLoc               map[[2]int32]int  // (stream, vertex) → relays there
-	pending             []pendingOpen
-	lastOpen, lastClose map[regionKey]time.Time
-	oscWindow           time.Duration
-	ds                  []demand.Decision
-	scaleDs             []scaling.Decision
-	samples             []scaling.Sample
-	hist                stretchHist
-	sum                 Summary
+	sc      *Scenario
+	opt     Options
+	log     *slog.Logger
+	g       *graph.Graph
+	mesh    *placement.Mesh   // redirector 0, also used for static lookups
+	meshes  []*placement.Mesh // one view per redirector
+	rr      int               // round-robin over redirectors
+	actual  []int64           // true viewers per server
+	kbps    []int64           // true kbit/s per server
+	strKbps []int64           // bitrate per stream
+	table   *distance.Table
+	pol     policy
+	names   []string // stream names
+	rng     *rand.Rand
+	aud     []*audience
+	byStrm  [][]*audience
+	relays  map[relayKey]*relayInfo // decided (starting, serving or draining)
+	pending []pendingOpen
+	dead    []bool
+	failAt  []bool // failures started
+	failEnd []bool // failures ended
+	killed  [][]int
+	ds      []controller.Decision
+	loads   [][]controller.Load
+	gen     uint64 // changes whenever r.relays does
+	hist    stretchHist
+	oracle  *oracle
+	sum     Summary
 }
 
 // Run simulates the scenario and returns its summary. It stops early with
@@ -121,6 +138,9 @@ func Run(ctx context.Context, sc *Scenario, opt Options) (*Summary, error) {
 	if math.IsNaN(opt.Scale) || opt.Scale < 0 || opt.Scale > 1000 {
 		return nil, fmt.Errorf("scale %v out of range (0, 1000]", opt.Scale)
 	}
+	if opt.Policy == "" {
+		opt.Policy = PolicyController
+	}
 	seed := sc.Seed
 	if opt.Seed != 0 {
 		seed = opt.Seed
@@ -130,45 +150,45 @@ func Run(ctx context.Context, sc *Scenario, opt Options) (*Summary, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := sc.graph
+	if opt.ScaleCapacity && opt.Scale != 1 {
+		var err error
+		if g, err = sc.scaledGraph(opt.Scale); err != nil {
+			return nil, err
+		}
+	}
 	r := &run{
 		sc: sc, opt: opt, log: log, g: g,
-		mesh:      placement.New(g, placement.Config{Peers: sc.Redirectors}),
-		rng:       rand.New(rand.NewPCG(seed, seed^0x5eed)),
-		relays:    map[relayKey]bool{},
-		atLoc:     map[[2]int32]int{},
-		lastOpen:  map[regionKey]time.Time{},
-		lastClose: map[regionKey]time.Time{},
+		mesh:   placement.New(g, placement.Config{Peers: sc.Redirectors}),
+		rng:    rand.New(rand.NewPCG(seed, seed^0x5eed)),
+		relays: map[relayKey]*relayInfo{},
+	}
+	switch opt.Policy {
+	case PolicyController:
+		r.pol = controllerPolicy{controller.New(ControllerConfig(sc), g)}
+	case PolicyStatic:
+		r.pol = &staticPolicy{newBaseline(g, sc)}
+	case PolicyLoadOnly:
+		r.pol = newLoadOnly(g, sc)
+	default:
+		return nil, fmt.Errorf("unknown policy %q (want controller, static or load-only)", opt.Policy)
 	}
 	r.meshes = []*placement.Mesh{r.mesh}
 	for range sc.Redirectors - 1 {
 		r.meshes = append(r.meshes, placement.New(g, placement.Config{Peers: sc.Redirectors}))
 	}
-	r.actual = make([]int64, len(g.Servers()))
-	r.kbps = make([]int64, len(g.Servers()))
+	n := len(g.Servers())
+	r.actual, r.kbps, r.dead = make([]int64, n), make([]int64, n), make([]bool, n)
+	r.loads = make([][]controller.Load, n)
+	r.failAt, r.failEnd, r.killed = make([]bool, len(sc.Failures)), make([]bool, len(sc.Failures)), make([][]int, len(sc.Failures))
 	r.table = r.mesh.Table()
-	r.tracker = demand.New(demand.Config{
-		K: sc.Demand.K, Threshold: sc.Demand.Threshold, HalfLife: sc.Demand.HalfLife,
-		Floor: sc.Demand.Floor, DefaultCap: sc.Demand.DefaultCap,
-	}, g, r.table)
-	scfg := scaling.Config{
-		High: sc.Scaling.High, Low: sc.Scaling.Low, Hold: sc.Scaling.Hold, MinLifetime: sc.Scaling.MinLifetime,
-		Horizon: sc.Scaling.Horizon, Window: sc.Scaling.Window, DrainTimeout: sc.Scaling.DrainTimeout,
-	}
-	r.scaler = scaling.New(scfg, g)
-	r.oscWindow = sc.Scaling.MinLifetime
-	if r.oscWindow <= 0 {
-		r.oscWindow = 3 * time.Minute
-	}
 	for _, s := range sc.Streams {
-		var id placement.StreamID
 		for _, m := range r.meshes {
-			var err error
-			if id, err = m.AddStream(s.ID, s.BitrateMbps); err != nil {
+			if _, err := m.AddStream(s.ID, s.BitrateMbps); err != nil {
 				return nil, err
 			}
 		}
 		r.strKbps = append(r.strKbps, int64(s.BitrateMbps*1000))
-		r.scaler.SetStreamName(int(id), s.ID)
+		r.names = append(r.names, s.ID)
 		r.byStrm = append(r.byStrm, nil)
 	}
 	for i := range sc.Audience {
@@ -183,10 +203,11 @@ func Run(ctx context.Context, sc *Scenario, opt Options) (*Summary, error) {
 		r.aud = append(r.aud, au)
 		r.byStrm[s] = append(r.byStrm[s], au)
 	}
+	r.oracle = newOracle(r)
 	if err := r.loop(ctx); err != nil {
 		return nil, err
 	}
-	r.sum.Scenario, r.sum.Seed, r.sum.Scale = sc.Name, seed, opt.Scale
+	r.sum.Scenario, r.sum.Seed, r.sum.Scale, r.sum.Policy = sc.Name, seed, opt.Scale, string(opt.Policy)
 	return &r.sum, nil
 }
 
@@ -209,6 +230,7 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		t := time.Duration(i) * sc.Tick
 		now := epoch.Add(t)
+		r.failures(now, t)
 		r.activate(now)
 		for _, a := range r.aud {
 			r.audienceStep(now, t, a)
@@ -216,19 +238,18 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		if i%sampleEvery == 0 {
 			r.sample(now)
+			r.oracle.sample(r, float64(sampleEvery)*dt)
 			if r.opt.Timeline != nil {
 				r.opt.Timeline.record(r, t.Seconds())
 			}
 		}
 		r.stats(dt)
 	}
-	r.sum.SimSeconds = sc.Duration.Seconds()
+	r.finish(epoch.Add(time.Duration(ticks) * sc.Tick))
 	r.sum.WallSeconds = time.Since(start).Seconds()
 	if r.sum.WallSeconds > 0 {
 		r.sum.DecisionsPerSecond = math.Round(float64(r.sum.Requests) / r.sum.WallSeconds)
 	}
-	r.sum.RelaysAtEnd = len(r.relays)
-	r.sum.MeanDistanceStretch, r.sum.P99DistanceStretch = r.hist.mean(), r.hist.quantile(0.99)
 	return nil
 }
 
@@ -240,29 +261,238 @@ func (r *run) viewers() int64 {
 	return n
 }
 
-// activate starts serving the relays whose start-up delay has passed.
+// apply gives the policy one event and carries out its decisions.
+func (r *run) apply(now time.Time, e controller.Event) {
+	e.Time = now
+	r.ds = r.pol.apply(e, r.ds[:0])
+	if r.opt.Journal != nil {
+		r.opt.Journal(e, append([]controller.Decision(nil), r.ds...))
+	}
+	if len(r.ds) == 0 {
+		return
+	}
+	ds := append([]controller.Decision(nil), r.ds...) // acting may apply further events
+	for _, d := range ds {
+		r.act(now, e.Kind, d)
+	}
+}
+
+func (r *run) act(now time.Time, cause controller.Kind, d controller.Decision) {
+	if d.Action != controller.Down && d.Action != controller.Forget && d.Stream < 0 {
+		return
+	}
+	k := relayKey{placement.ServerID(d.Server), placement.StreamID(d.Stream)}
+	r.log.Debug(d.Action.String(), "reason", d.Reason)
+	switch d.Action {
+	case controller.Open:
+		r.open(now, cause, k)
+	case controller.Ready:
+		if !r.dead[k.server] {
+			for _, m := range r.meshes {
+				m.Open(k.server, k.stream)
+			}
+			r.provisional(now, k)
+		}
+	case controller.Failed:
+		r.closeRelay(now, k, false)
+	case controller.Drain:
+		if info := r.relays[k]; info != nil {
+			info.draining = true
+			r.gen++
+		}
+		r.closeAll(k)
+		r.evict(now, k.server, k.stream)
+	case controller.Close:
+		r.closeAll(k)
+		r.evict(now, k.server, k.stream)
+		r.closeRelay(now, k, true)
+	case controller.Down:
+		for s := range r.byStrm {
+			r.closeRelay(now, relayKey{k.server, placement.StreamID(s)}, false)
+		}
+	}
+}
+
+// startup draws a relay's start-up time.
+func (r *run) startup() time.Duration {
+	lo, hi := r.sc.RelayStartup, r.sc.RelayStartupMax
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(r.rng.Int64N(int64(hi-lo)+1))
+}
+
+func (r *run) open(now time.Time, cause controller.Kind, k relayKey) {
+	if r.relays[k] != nil {
+		return
+	}
+	r.relays[k] = &relayInfo{opened: now}
+	r.gen++
+	r.pending = append(r.pending, pendingOpen{key: k, ready: now.Add(r.startup())})
+	r.sum.RelaysOpened++
+	if cause == controller.EvDemand {
+		r.sum.RelaysOpenedByDemand++
+	}
+	if r.mesh.Server(k.server).Role == graph.RoleReserve {
+		r.sum.RelaysOpenedInReserve++
+	}
+	r.sum.RelaysPeak = max(r.sum.RelaysPeak, len(r.relays))
+}
+
+// closeRelay forgets a relay; closed (rather than failed or lost) relays
+// count in the lifetime histogram.
+func (r *run) closeRelay(now time.Time, k relayKey, closed bool) {
+	info := r.relays[k]
+	if info == nil {
+		return
+	}
+	delete(r.relays, k)
+	r.gen++
+	if !closed {
+		r.sum.RelaysLost++
+		return
+	}
+	r.sum.RelaysClosed++
+	r.sum.Lifetimes.add(now.Sub(info.opened), false)
+	if now.Sub(info.opened) < oscillationAge {
+		r.sum.Oscillations++
+	}
+}
+
+// finish accounts the relays still open at the end.
+func (r *run) finish(end time.Time) {
+	for _, info := range r.relays {
+		r.sum.Lifetimes.add(end.Sub(info.opened), true)
+	}
+	r.sum.RelaysAtEnd = len(r.relays)
+	r.sum.SimSeconds = r.sc.Duration.Seconds()
+	r.sum.MeanDistanceStretch, r.sum.P99DistanceStretch = r.hist.mean(), r.hist.quantile(0.99)
+	r.sum.OracleMeanStretch, r.sum.OracleP99Stretch = r.oracle.hist.mean(), r.oracle.hist.quantile(0.99)
+	r.sum.OracleViewerSecondsWaiting = math.Round(r.oracle.waitingVS)
+	r.sum.RelaySecondsMinimum = math.Round(r.oracle.relaySeconds)
+	r.sum.ViewersMoved = r.sum.ViewersMigrated + r.sum.ViewersReplaced + r.sum.ViewersShed + r.sum.ViewersLost + r.sum.ViewersMovedNearer
+	r.sum.Score = score(r.hist.sum, r.hist.tot, r.sum.ViewerSecondsWaiting)
+	r.sum.OracleScore = score(r.oracle.hist.sum, r.oracle.hist.tot, r.oracle.waitingVS)
+	r.sum.derive()
+}
+
+// failures starts and ends the scenario's failures at t.
+func (r *run) failures(now time.Time, t time.Duration) {
+	for i, f := range r.sc.Failures {
+		if !r.failAt[i] && t >= f.At {
+			r.failAt[i] = true
+			var srvs []int
+			switch {
+			case f.Region != "":
+				reg, _ := r.g.Vertex(f.Region)
+				for j, s := range r.g.Servers() {
+					if s.Role != graph.RolePrimary && r.g.Region(s.Vertex) == reg {
+						srvs = append(srvs, j)
+					}
+				}
+			case f.Server == "busiest":
+				best := -1
+				for j, n := range r.actual {
+					if r.g.Servers()[j].Role != graph.RolePrimary && !r.dead[j] && (best < 0 || n > r.actual[best]) {
+						best = j
+					}
+				}
+				if best >= 0 {
+					srvs = append(srvs, best)
+				}
+			default:
+				for j, s := range r.g.Servers() {
+					if s.ID == f.Server {
+						srvs = append(srvs, j)
+					}
+				}
+			}
+			r.killed[i] = srvs
+			for _, j := range srvs {
+				r.kill(now, j)
+			}
+		}
+		if r.failAt[i] && !r.failEnd[i] && f.For > 0 && t >= f.At+f.For {
+			r.failEnd[i] = true
+			for _, j := range r.killed[i] {
+				r.dead[j] = false
+				for _, m := range r.meshes {
+					m.SetUp(placement.ServerID(j), true)
+				}
+			}
+		}
+	}
+}
+
+// kill stops a server: its viewers lose it and are placed again; it sends
+// no more statuses (the controller finds out after the status TTL).
+func (r *run) kill(now time.Time, j int) {
+	if r.dead[j] {
+		return
+	}
+	r.dead[j] = true
+	id := placement.ServerID(j)
+	for _, m := range r.meshes {
+		m.SetUp(id, false)
+	}
+	for s := range r.byStrm {
+		k := relayKey{id, placement.StreamID(s)}
+		r.closeAll(k)
+		for _, a := range r.byStrm[s] {
+			i, ok := a.idx[id]
+			if !ok || a.on[i].n == 0 {
+				continue
+			}
+			n := a.on[i].n
+			a.on[i].n = 0
+			a.watch -= n
+			r.leave(id, k.stream, n)
+			r.sum.ViewersLost += n
+			a.waiting += n
+			r.place(now, a, n, placement.Claims{})
+		}
+	}
+}
+
+// activate starts serving the relays whose start-up delay has passed (a
+// relay on a dead server fails).
 func (r *run) activate(now time.Time) {
+	var due []pendingOpen
 	kept := r.pending[:0]
 	for _, p := range r.pending {
 		if now.Before(p.ready) {
 			kept = append(kept, p)
 			continue
 		}
-		if r.relays[p.key] {
-			for _, m := range r.meshes {
-				m.Open(p.key.server, p.key.stream)
-			}
-			r.scaler.Ready(int(p.key.server), int(p.key.stream))
-		}
+		due = append(due, p)
 	}
 	r.pending = kept
+	for _, p := range due {
+		if r.relays[p.key] == nil {
+			continue
+		}
+		e := controller.Event{Kind: controller.EvReady, Stream: r.names[p.key.stream], Server: int(p.key.server)}
+		if r.dead[p.key.server] {
+			e.Kind, e.Why = controller.EvFailed, "server down"
+		}
+		r.apply(now, e)
+	}
 }
 
 // audienceStep moves an audience toward its target size: departures leave
 // proportionally from the servers holding it, arrivals (and viewers still
-// waiting) ask placement one by one.
+// waiting) ask placement one by one. With churn, a share of the viewers
+// leaves and as many new ones arrive.
 func (r *run) audienceStep(now time.Time, t time.Duration, a *audience) {
 	target := int64(math.Round(a.spec.at(t) * r.opt.Scale))
+	if a.spec.Churn > 0 && a.watch > 0 {
+		a.churn += float64(a.watch) * a.spec.Churn * r.sc.Tick.Minutes()
+		if k := int64(a.churn); k > 0 {
+			a.churn -= float64(k)
+			r.depart(a, min(k, a.watch))
+			r.sum.ViewersChurned += min(k, a.watch)
+		}
+	}
 	have := a.watch + a.waiting
 	switch {
 	case target > have:
@@ -277,6 +507,14 @@ func (r *run) audienceStep(now time.Time, t time.Duration, a *audience) {
 	r.sum.ViewerSecondsWaiting += float64(a.waiting) * r.sc.Tick.Seconds()
 }
 
+func (r *run) demand(now time.Time, a *audience, n float64, nearest float32) {
+	near := float64(nearest)
+	if nearest == distance.Inf {
+		near = -1
+	}
+	r.apply(now, controller.Event{Kind: controller.EvDemand, Stream: r.names[a.stream], Vertex: a.vertex, N: n, Nearest: near})
+}
+
 // place asks placement for n viewers of a; those that get no server wait.
 func (r *run) place(now time.Time, a *audience, n int64, claims placement.Claims) {
 	for n > 0 {
@@ -288,20 +526,86 @@ func (r *run) place(now time.Time, a *audience, n int64, claims placement.Claims
 			// Everyone still waiting gets the same answer this tick; they all
 			// count as requests for the demand bonus.
 			r.sum.RequestsRejected += n
-			r.ds = r.tracker.ObserveN(now, int(a.stream), a.vertex, float64(n), res.Nearest, r.ds[:0])
-			r.demandDecisions(now)
+			r.demand(now, a, float64(n), res.Nearest)
 			return
 		}
-		r.ds = r.tracker.Observe(now, int(a.stream), a.vertex, res.Nearest, r.ds[:0])
 		m.AddViewers(res.Server, a.stream, 1)
 		r.account(res.Server, a.stream, 1)
 		a.add(res.Server, 1)
+		if r.sc.ProvisionalTokens && r.dist(a, res.Server) > r.committed(a) {
+			a.on[a.idx[res.Server]].prov++
+		}
 		a.waiting--
 		n--
-		if len(r.ds) > 0 {
-			r.demandDecisions(now)
+		r.demand(now, a, 1, res.Nearest)
+	}
+}
+
+// dist is the distance from a's location to a server.
+func (r *run) dist(a *audience, s placement.ServerID) float32 {
+	return r.table.Dist(a.vertex, r.table.DestIndex(r.mesh.Server(s).Vertex))
+}
+
+// committed is the distance from a to the nearest relay of its stream
+// that is starting or serving (or the primary).
+func (r *run) committed(a *audience) float32 {
+	if a.cgen == r.gen+1 {
+		return a.commit
+	}
+	d := distance.Inf
+	if p := r.mesh.Primary(); p != placement.NoServer {
+		d = r.dist(a, p)
+	}
+	for k, info := range r.relays {
+		if k.stream == a.stream && !info.draining && !r.dead[k.server] {
+			d = min(d, r.dist(a, k.server))
 		}
 	}
+	a.commit, a.cgen = d, r.gen+1
+	return d
+}
+
+// provisional moves the viewers with provisional tokens that relay k, now
+// serving, is nearer to than their server: their token held them only
+// until then. As many come back as the relay has room for (the others'
+// new answer would be where they are).
+func (r *run) provisional(now time.Time, k relayKey) {
+	room := r.room(k)
+	for _, a := range r.byStrm[k.stream] {
+		dk := r.dist(a, k.server)
+		for i := range a.on {
+			h := &a.on[i]
+			h.prov = min(h.prov, h.n)
+			if h.prov == 0 || r.dist(a, h.server) <= dk || room <= 0 {
+				continue
+			}
+			n := min(h.prov, room)
+			room -= n
+			h.n -= n
+			h.prov -= n
+			a.watch -= n
+			r.leave(h.server, a.stream, n)
+			a.waiting += n
+			before := a.waiting - n
+			r.place(now, a, n, placement.Claims{})
+			if moved := n - (a.waiting - before); moved > 0 {
+				r.sum.ViewersMovedNearer += moved
+			}
+		}
+	}
+}
+
+// room is how many more viewers of k's stream k's server takes.
+func (r *run) room(k relayKey) int64 {
+	s := r.mesh.Server(k.server)
+	room := int64(math.MaxInt64)
+	if s.CapacityViewers > 0 {
+		room = int64(s.CapacityViewers) - r.actual[k.server]
+	}
+	if b := r.strKbps[k.stream]; s.CapacityMbps > 0 && b > 0 {
+		room = min(room, (int64(s.CapacityMbps*1000)-r.kbps[k.server])/b)
+	}
+	return max(room, 0)
 }
 
 // expire models sticky tokens running out: each tick a share tick/TTL of
@@ -433,125 +737,61 @@ func (r *run) shed(now time.Time) {
 	}
 }
 
-func (r *run) demandDecisions(now time.Time) {
-	for _, d := range r.ds {
-		dec, ok := r.scaler.OpenAt(now, d.Stream, d.Location, d.Reason)
-		if !ok {
-			r.tracker.SetHosted(d.Stream, d.Location, false)
-			continue
-		}
-		r.sum.RelaysOpenedByDemand++
-		r.open(now, dec)
-	}
-}
-
 func (r *run) regionOf(server placement.ServerID) graph.VertexID {
 	return r.g.Region(r.mesh.Server(server).Vertex)
 }
 
-func (r *run) open(now time.Time, d scaling.Decision) {
-	k := relayKey{placement.ServerID(d.Server), placement.StreamID(d.Stream)}
-	r.relays[k] = true
-	loc := r.mesh.Server(k.server).Vertex
-	r.atLoc[[2]int32{int32(k.stream), int32(loc)}]++
-	r.tracker.SetHosted(d.Stream, loc, true)
-	r.pending = append(r.pending, pendingOpen{key: k, ready: now.Add(r.sc.RelayStartup)})
-	r.sum.RelaysOpened++
-	if r.mesh.Server(k.server).Role == graph.RoleReserve {
-		r.sum.RelaysOpenedInReserve++
-	}
-	rk := regionKey{k.stream, r.regionOf(k.server)}
-	if c, ok := r.lastClose[rk]; ok && now.Sub(c) < r.oscWindow {
-		r.sum.Oscillations++
-		r.log.Debug("oscillation: open soon after a close", "stream", r.mesh.StreamName(k.stream), "region", r.g.Location(rk.region).ID)
-	}
-	r.lastOpen[rk] = now
-	r.sum.RelaysPeak = max(r.sum.RelaysPeak, len(r.relays))
-	r.log.Debug("open", "reason", d.Reason)
-}
-
+// sample is a round of load reports: every live server sends its status
+// (viewers per stream), then the policy ticks.
 func (r *run) sample(now time.Time) {
-	r.samples = r.samples[:0]
-	keys := make([]relayKey, 0, len(r.relays)+len(r.byStrm))
-	for k := range r.relays {
-		keys = append(keys, k)
+	for i := range r.loads {
+		r.loads[i] = r.loads[i][:0]
 	}
-	if p := r.mesh.Primary(); p != placement.NoServer {
-		for s := range r.byStrm {
-			keys = append(keys, relayKey{p, placement.StreamID(s)})
-		}
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].server != keys[j].server {
-			return keys[i].server < keys[j].server
-		}
-		return keys[i].stream < keys[j].stream
-	})
-	for _, k := range keys {
-		var n int64
-		for _, a := range r.byStrm[k.stream] {
-			if i, ok := a.idx[k.server]; ok {
-				n += a.on[i].n
+	for _, a := range r.aud {
+		name := r.names[a.stream]
+		for _, h := range a.on {
+			if h.n == 0 {
+				continue
+			}
+			ls := r.loads[h.server]
+			mbps := float64(h.n*r.strKbps[a.stream]) / 1000
+			found := false
+			for j := range ls {
+				if ls[j].Stream == name {
+					ls[j].Viewers += float64(h.n)
+					ls[j].Mbps += mbps
+					found = true
+				}
+			}
+			if !found {
+				r.loads[h.server] = append(ls, controller.Load{Stream: name, Viewers: float64(h.n), Mbps: mbps})
 			}
 		}
-		r.samples = append(r.samples, scaling.Sample{Server: int(k.server), Stream: int(k.stream), Viewers: float64(n)})
 	}
-	r.scaleDs = r.scaler.Evaluate(now, r.samples, r.scaleDs[:0])
-	for _, d := range r.scaleDs {
-		k := relayKey{placement.ServerID(d.Server), placement.StreamID(d.Stream)}
-		switch d.Action {
-		case scaling.ActionOpen:
-			r.open(now, d)
-		case scaling.ActionDrain:
-			r.log.Debug("drain", "reason", d.Reason)
-			r.closeAll(k)
-			r.evict(now, k.server, k.stream)
-		case scaling.ActionClose:
-			r.log.Debug("close", "reason", d.Reason)
-			r.closeAll(k)
-			r.evict(now, k.server, k.stream)
-			r.closeRelay(now, k)
+	for i := range r.loads {
+		if r.dead[i] {
+			continue
 		}
+		sort.Slice(r.loads[i], func(x, y int) bool { return r.loads[i][x].Stream < r.loads[i][y].Stream })
+		r.apply(now, controller.Event{Kind: controller.EvStatus, Server: i, Loads: r.loads[i]})
 	}
+	r.apply(now, controller.Event{Kind: controller.EvTick})
 	r.shed(now)
 	// Every redirector learns the true load and the prediction.
-	for _, k := range keys {
-		p := int64(r.scaler.Predicted(int(k.server)))
-		for _, m := range r.meshes {
-			m.SetPredicted(k.server, p)
-		}
-	}
 	for id := range r.actual {
+		p := int64(r.pol.predicted(id))
 		for _, m := range r.meshes {
+			m.SetPredicted(placement.ServerID(id), p)
 			m.SetLoad(placement.ServerID(id), r.actual[id], float64(r.kbps[id])/1000)
 		}
 	}
 }
 
-func (r *run) closeRelay(now time.Time, k relayKey) {
-	if !r.relays[k] {
-		return
-	}
-	delete(r.relays, k)
-	loc := r.mesh.Server(k.server).Vertex
-	lk := [2]int32{int32(k.stream), int32(loc)}
-	if r.atLoc[lk]--; r.atLoc[lk] <= 0 {
-		delete(r.atLoc, lk)
-		r.tracker.SetHosted(int(k.stream), loc, false)
-	}
-	r.sum.RelaysClosed++
-	rk := regionKey{k.stream, r.regionOf(k.server)}
-	if o, ok := r.lastOpen[rk]; ok && now.Sub(o) < r.oscWindow {
-		r.sum.Oscillations++
-		r.log.Debug("oscillation: close soon after an open", "stream", r.mesh.StreamName(k.stream), "region", r.g.Location(rk.region).ID)
-	}
-	r.lastClose[rk] = now
-}
-
-// stats accounts one tick: peak viewers, utilisation, over-capacity time
-// and the distance stretch of every watching viewer.
+// stats accounts one tick: peak viewers, utilisation, over-capacity time,
+// relay-seconds and the distance stretch of every watching viewer.
 func (r *run) stats(dt float64) {
 	r.sum.ViewersPeak = max(r.sum.ViewersPeak, r.viewers())
+	r.sum.RelaySeconds += float64(len(r.relays)) * dt
 	for i := range r.mesh.NumServers() {
 		id := placement.ServerID(i)
 		n, mbps := r.actual[i], float64(r.kbps[i])/1000
@@ -585,6 +825,7 @@ func (r *run) stats(dt float64) {
 				continue
 			}
 			r.hist.add(float64(max(d, floor)/max(a.best, floor)), float64(h.n)*dt)
+			r.sum.ViewerSeconds += float64(h.n) * dt
 		}
 	}
 }

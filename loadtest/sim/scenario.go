@@ -36,19 +36,31 @@ type Scenario struct {
 	Tick           time.Duration `yaml:"tick"`            // default 1s
 	SampleInterval time.Duration `yaml:"sample_interval"` // relay load reports; default 2s
 	RelayStartup   time.Duration `yaml:"relay_startup"`   // open decision → serving; default 5s
-	TokenTTL       time.Duration `yaml:"token_ttl"`       // sticky assignment lifetime; default 5m
-	Redirectors    int           `yaml:"redirectors"`     // independent placement views, synced at samples; default 1
-	Seed           uint64        `yaml:"seed"`
-	Graph          yaml.Node     `yaml:"graph"` // a path (relative to the scenario) or an inline graph; default the built-in world
-	Primary        PrimarySpec   `yaml:"primary"`
-	Pools          []PoolSpec    `yaml:"pools"`
-	Streams        []StreamSpec  `yaml:"streams"`
-	Audience       []Audience    `yaml:"audience"`
-	Demand         DemandSpec    `yaml:"demand"`
-	Scaling        ScalingSpec   `yaml:"scaling"`
+	// RelayStartupMax, when above RelayStartup, makes each relay's
+	// start-up time uniform in [relay_startup, relay_startup_max].
+	RelayStartupMax time.Duration `yaml:"relay_startup_max"`
+	StatusTTL       time.Duration `yaml:"status_ttl"` // a relay silent this long is down; default 10s
+	TokenTTL        time.Duration `yaml:"token_ttl"`  // sticky assignment lifetime; default 5m
+	// ProvisionalTokens: a viewer placed farther than a relay that is
+	// starting gets a provisional token and moves once that relay serves
+	// (not after the token's lifetime). Default true.
+	ProvisionalTokens bool         `yaml:"provisional_tokens"`
+	Redirectors       int          `yaml:"redirectors"` // independent placement views, synced at samples; default 1
+	Seed              uint64       `yaml:"seed"`
+	Graph             yaml.Node    `yaml:"graph"` // a path (relative to the scenario) or an inline graph; default the built-in world
+	Primary           PrimarySpec  `yaml:"primary"`
+	Pools             []PoolSpec   `yaml:"pools"`
+	Streams           []StreamSpec `yaml:"streams"`
+	Audience          []Audience   `yaml:"audience"`
+	Demand            DemandSpec   `yaml:"demand"`
+	Scaling           ScalingSpec  `yaml:"scaling"`
+	Failures          []Failure    `yaml:"failures"`
+	FanOut            int          `yaml:"fan_out"` // relays of a stream pulling from one server; default 4
 
-	graph *graph.Graph // resolved, with generated servers
-	dir   string
+	graph   *graph.Graph // resolved, with generated servers
+	base    *graph.Graph // without them
+	servers []graph.Server
+	dir     string
 }
 
 // PrimarySpec places the primary server.
@@ -81,6 +93,18 @@ type Audience struct {
 	Stream   string  `yaml:"stream"`
 	Location string  `yaml:"location"`
 	Curve    []Point `yaml:"curve"`
+	// Churn is the share of this audience's viewers that leave per minute
+	// and are replaced by as many new ones (placed afresh); 0 = none.
+	Churn float64 `yaml:"churn"`
+}
+
+// Failure takes servers down at a time: one server (by id, or "busiest":
+// the one with the most viewers then) or every server of a region.
+type Failure struct {
+	At     time.Duration `yaml:"at"`
+	Server string        `yaml:"server"`
+	Region string        `yaml:"region"`
+	For    time.Duration `yaml:"for"` // 0: for good
 }
 
 // Point is one point of an audience curve.
@@ -137,7 +161,7 @@ func ParseScenario(name string, data []byte, dir string) (*Scenario, error) {
 	if len(data) > MaxScenarioSize {
 		return nil, fmt.Errorf("%s: scenario larger than %d bytes", name, MaxScenarioSize)
 	}
-	var sc Scenario
+	sc := Scenario{ProvisionalTokens: true}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&sc); err != nil {
@@ -162,6 +186,15 @@ func (sc *Scenario) check(name string) error {
 	}
 	if sc.RelayStartup == 0 {
 		sc.RelayStartup = 5 * time.Second
+	}
+	if sc.StatusTTL == 0 {
+		sc.StatusTTL = 10 * time.Second
+	}
+	if sc.FanOut < 0 || sc.FanOut > 1000 {
+		return fail("fan_out %d: want 0 to 1000", sc.FanOut)
+	}
+	if sc.RelayStartupMax != 0 && sc.RelayStartupMax < sc.RelayStartup {
+		return fail("relay_startup_max %v below relay_startup %v", sc.RelayStartupMax, sc.RelayStartup)
 	}
 	if sc.Redirectors == 0 {
 		sc.Redirectors = 1
@@ -202,6 +235,9 @@ func (sc *Scenario) check(name string) error {
 		if _, ok := base.Vertex(a.Location); !ok {
 			return fail("audience %d: unknown location %q", i+1, a.Location)
 		}
+		if math.IsNaN(a.Churn) || a.Churn < 0 || a.Churn > 1 {
+			return fail("audience %d: churn %v: want 0 to 1 per minute", i+1, a.Churn)
+		}
 		if len(a.Curve) == 0 || len(a.Curve) > 10_000 {
 			return fail("audience %d: want 1 to 10000 curve points", i+1)
 		}
@@ -239,7 +275,29 @@ func (sc *Scenario) check(name string) error {
 	if err != nil {
 		return fail("servers: %v", err)
 	}
-	sc.graph = g
+	if len(sc.Failures) > 1000 {
+		return fail("failures: at most 1000")
+	}
+	for i, f := range sc.Failures {
+		if f.At < 0 || f.For < 0 || (f.Server == "") == (f.Region == "") {
+			return fail("failure %d: want at, for ≥ 0 and one of server or region", i+1)
+		}
+		if f.Region != "" {
+			if v, ok := g.Vertex(f.Region); !ok || g.Region(v) != v {
+				return fail("failure %d: %q is not a region", i+1, f.Region)
+			}
+		}
+		if f.Server != "" && f.Server != "busiest" {
+			found := false
+			for _, s := range g.Servers() {
+				found = found || (s.ID == f.Server && s.Role != graph.RolePrimary)
+			}
+			if !found {
+				return fail("failure %d: no relay server %q", i+1, f.Server)
+			}
+		}
+	}
+	sc.graph, sc.base, sc.servers = g, base, servers
 	return nil
 }
 
@@ -279,6 +337,20 @@ func buildGraph(name string, data []byte) (*graph.Graph, error) {
 	var b graph.Builder
 	b.AddFile(f)
 	return b.Build()
+}
+
+// scaledGraph is the graph with every server's capacity multiplied by f
+// (at least 1 viewer where a capacity is set).
+func (sc *Scenario) scaledGraph(f float64) (*graph.Graph, error) {
+	srvs := append([]graph.Server(nil), sc.servers...)
+	for i := range srvs {
+		if c := srvs[i].CapacityViewers; c > 0 {
+			srvs[i].CapacityViewers = max(1, int(math.Round(float64(c)*f)))
+		}
+		srvs[i].CapacityMbps *= f
+		srvs[i].HardViewers = 0
+	}
+	return sc.base.WithServers(srvs...)
 }
 
 // GraphWithServers returns the scenario's graph with its generated servers.

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"time"
 )
 
 // Summary is the result of a run. JSON field names are part of the
 // simulator's interface (see loadtest/scenarios/README.md).
 type Summary struct {
 	Scenario    string  `json:"scenario"`
+	Policy      string  `json:"policy"`
 	Seed        uint64  `json:"seed"`
 	Scale       float64 `json:"scale"`
 	SimSeconds  float64 `json:"sim_seconds"`
@@ -22,11 +24,18 @@ type Summary struct {
 	ViewersMigrated      int64   `json:"viewers_migrated"`
 	ViewersReplaced      int64   `json:"viewers_replaced_on_token_expiry"`
 	ViewersShed          int64   `json:"viewers_shed_over_hard_limit"`
+	ViewersLost          int64   `json:"viewers_lost_with_a_server"`
+	ViewersMovedNearer   int64   `json:"viewers_moved_nearer"` // provisional tokens, once a nearer relay serves
+	ViewersMoved         int64   `json:"viewers_moved"`        // migrated + replaced + shed + lost + nearer
+	ViewersChurned       int64   `json:"viewers_churned"`
+	ViewerSeconds        float64 `json:"viewer_seconds"` // served
+	WaitingShare         float64 `json:"waiting_share"`  // waiting / (served + waiting) viewer-seconds
 
 	RelaysOpened          int `json:"relays_opened"`
 	RelaysOpenedByDemand  int `json:"relays_opened_by_demand"`
 	RelaysOpenedInReserve int `json:"relays_opened_in_reserve"`
 	RelaysClosed          int `json:"relays_closed"`
+	RelaysLost            int `json:"relays_lost"` // failed to start or went down with their server
 	RelaysPeak            int `json:"relays_peak"`
 	RelaysAtEnd           int `json:"relays_at_end"`
 
@@ -34,36 +43,111 @@ type Summary struct {
 	RelaySecondsOverCapacity float64 `json:"relay_seconds_over_capacity"`
 	MeanDistanceStretch      float64 `json:"mean_distance_stretch"`
 	P99DistanceStretch       float64 `json:"p99_distance_stretch"`
-	Oscillations             int     `json:"oscillations"`
+	Oscillations             int     `json:"oscillations"` // relays closed less than 5 min after opening
 	DecisionsPerSecond       float64 `json:"decisions_per_second"`
+
+	// The scorecard: against the capacity-aware oracle (oracle.go).
+	OracleMeanStretch          float64   `json:"oracle_mean_stretch"`
+	OracleP99Stretch           float64   `json:"oracle_p99_stretch"`
+	OracleViewerSecondsWaiting float64   `json:"oracle_viewer_seconds_waiting"`
+	StretchVsOracle            float64   `json:"stretch_vs_oracle"` // mean stretch / the oracle's
+	Score                      float64   `json:"score"`             // stretch with waiting counted at WaitPenalty
+	OracleScore                float64   `json:"oracle_score"`
+	RelaySeconds               float64   `json:"relay_seconds"`
+	RelaySecondsMinimum        float64   `json:"relay_seconds_minimum"` // what the oracle's placement needs
+	RelaySecondsVsMinimum      float64   `json:"relay_seconds_vs_minimum"`
+	Lifetimes                  Lifetimes `json:"relay_lifetimes"`
+}
+
+// WaitPenalty is the stretch a waiting viewer-second counts as in the
+// combined score: being turned away is worse than being served from ten
+// times the best distance.
+const WaitPenalty = 10
+
+// oscillationAge: a relay closed younger than this is an oscillation.
+const oscillationAge = 5 * time.Minute
+
+func score(stretchSum, servedVS, waitingVS float64) float64 {
+	if servedVS+waitingVS == 0 {
+		return 1
+	}
+	return round3((stretchSum + WaitPenalty*waitingVS) / (servedVS + waitingVS))
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+func (s *Summary) derive() {
+	if t := s.ViewerSeconds + s.ViewerSecondsWaiting; t > 0 {
+		s.WaitingShare = math.Round(s.ViewerSecondsWaiting/t*1e5) / 1e5
+	}
+	if s.OracleMeanStretch > 0 {
+		s.StretchVsOracle = round3(s.MeanDistanceStretch / s.OracleMeanStretch)
+	}
+	if s.RelaySecondsMinimum > 0 {
+		s.RelaySecondsVsMinimum = round3(s.RelaySeconds / s.RelaySecondsMinimum)
+	}
+	s.RelaySeconds = math.Round(s.RelaySeconds)
+	s.ViewerSeconds = math.Round(s.ViewerSeconds)
+}
+
+// Lifetimes counts relays by how long they lived: closed ones by their
+// age at closing, the ones open at the end separately.
+type Lifetimes struct {
+	Under1m   int `json:"closed_under_1m"`
+	Under5m   int `json:"closed_1m_to_5m"`
+	Under15m  int `json:"closed_5m_to_15m"`
+	Over15m   int `json:"closed_over_15m"`
+	OpenAtEnd int `json:"open_at_end"`
+}
+
+func (l *Lifetimes) add(age time.Duration, open bool) {
+	switch {
+	case open:
+		l.OpenAtEnd++
+	case age < time.Minute:
+		l.Under1m++
+	case age < 5*time.Minute:
+		l.Under5m++
+	case age < 15*time.Minute:
+		l.Under15m++
+	default:
+		l.Over15m++
+	}
 }
 
 // WriteText writes a readable report.
 func (s *Summary) WriteText(w io.Writer) error {
-	_, err := fmt.Fprintf(w, `scenario %s (seed %d, scale %g): %.0f s simulated in %.2f s
+	_, err := fmt.Fprintf(w, `scenario %s, policy %s (seed %d, scale %g): %.0f s simulated in %.2f s
 
 viewers
   peak concurrent            %d
   placement requests         %d  (%.0f decisions/s)
-  rejected (retry later)     %d  (%.0f viewer-seconds waiting)
-  moved off drained relays   %d
-  placed again (token expiry) %d
-  shed over hard limit       %d
+  rejected (retry later)     %d  (%.0f viewer-seconds waiting, %.3f %% of all)
+  moved                      %d  (off drained relays %d, token expiry %d, shed %d, lost with a server %d, nearer %d)
+  churned                    %d
 relays
-  opened                     %d  (%d by demand bonus, %d in the reserve pool)
-  closed                     %d
+  opened                     %d  (%d by demand, %d in the reserve pool)
+  closed / lost              %d / %d
   peak / at end              %d / %d
-  oscillations               %d
+  by lifetime                <1m %d, 1-5m %d, 5-15m %d, >15m %d, open at end %d
+  oscillations (<5 min)      %d
+  relay-seconds              %.0f  (offline minimum %.0f: %.3f×)
 load
   peak utilisation           %.1f %%
   relay-seconds over cap.    %.0f
 distance stretch (assigned / best possible, per viewer-second)
-  mean                       %.3f
-  p99                        %.3f
-`, s.Scenario, s.Seed, s.Scale, s.SimSeconds, s.WallSeconds,
-		s.ViewersPeak, s.Requests, s.DecisionsPerSecond, s.RequestsRejected, s.ViewerSecondsWaiting, s.ViewersMigrated, s.ViewersReplaced, s.ViewersShed,
-		s.RelaysOpened, s.RelaysOpenedByDemand, s.RelaysOpenedInReserve, s.RelaysClosed, s.RelaysPeak, s.RelaysAtEnd, s.Oscillations,
-		s.PeakUtilization*100, s.RelaySecondsOverCapacity, s.MeanDistanceStretch, s.P99DistanceStretch)
+  mean / p99                 %.3f / %.2f
+  oracle mean / p99          %.3f / %.2f  (ratio %.3f)
+  score with waiting (×%d)   %.3f  (oracle %.3f)
+`, s.Scenario, s.Policy, s.Seed, s.Scale, s.SimSeconds, s.WallSeconds,
+		s.ViewersPeak, s.Requests, s.DecisionsPerSecond, s.RequestsRejected, s.ViewerSecondsWaiting, s.WaitingShare*100,
+		s.ViewersMoved, s.ViewersMigrated, s.ViewersReplaced, s.ViewersShed, s.ViewersLost, s.ViewersMovedNearer, s.ViewersChurned,
+		s.RelaysOpened, s.RelaysOpenedByDemand, s.RelaysOpenedInReserve, s.RelaysClosed, s.RelaysLost, s.RelaysPeak, s.RelaysAtEnd,
+		s.Lifetimes.Under1m, s.Lifetimes.Under5m, s.Lifetimes.Under15m, s.Lifetimes.Over15m, s.Lifetimes.OpenAtEnd,
+		s.Oscillations, s.RelaySeconds, s.RelaySecondsMinimum, s.RelaySecondsVsMinimum,
+		s.PeakUtilization*100, s.RelaySecondsOverCapacity,
+		s.MeanDistanceStretch, s.P99DistanceStretch, s.OracleMeanStretch, s.OracleP99Stretch, s.StretchVsOracle,
+		WaitPenalty, s.Score, s.OracleScore)
 	return err
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/topology/controller"
 	"github.com/relaymesh/relaymesh/topology/graph"
 )
 
@@ -76,11 +77,11 @@ func (st *state) saveBonuses(now time.Time) {
 		return
 	}
 	st.bonus.last = now
-	min := st.threshold() / 100
+	min := st.ctl.Threshold() / 100
 	for id := range st.bonus.dirty {
 		s := st.byID[id]
 		b := bus.Bonuses{App: s.app, Name: s.name}
-		st.tracker.Each(now, id, min, func(v graph.VertexID, value float64, at time.Time) {
+		st.ctl.EachBonus(now, id, min, func(v graph.VertexID, value float64, at time.Time) {
 			if len(b.Cells) < bus.MaxBonusCells {
 				b.Cells = append(b.Cells, bus.BonusValue{Location: st.g.Location(v).ID, Value: value, At: at.UTC()})
 			}
@@ -122,7 +123,8 @@ func (st *state) restoreBonuses(ctx context.Context) error {
 		}
 		for _, c := range b.Cells {
 			if v, ok := st.g.Vertex(c.Location); ok {
-				st.tracker.Restore(s.id, v, c.Value, c.At)
+				st.apply(ctx, controller.Event{Time: time.Now(), Kind: controller.EvBonus, Stream: b.App + "/" + b.Name,
+					Vertex: v, N: c.Value, Since: c.At})
 			}
 		}
 		st.bonus.saved[s.id] = true
@@ -133,12 +135,4 @@ func (st *state) restoreBonuses(ctx context.Context) error {
 		st.o.log.Info("demand bonuses restored", "streams", n)
 	}
 	return err
-}
-
-// threshold is the demand threshold in effect.
-func (st *state) threshold() float64 {
-	if thr := st.o.cfg.Demand.Threshold; thr > 0 {
-		return thr
-	}
-	return 50
 }

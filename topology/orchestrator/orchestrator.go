@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/topology/controller"
 	"github.com/relaymesh/relaymesh/topology/demand"
 	"github.com/relaymesh/relaymesh/topology/graph"
 	"github.com/relaymesh/relaymesh/topology/scaling"
@@ -53,6 +54,11 @@ type Config struct {
 	// the leader closes its relays and forgets its demand, unless it is
 	// published again meanwhile (a publisher reconnecting). Default 30 s.
 	EndGrace time.Duration
+	// Journal, when set, is called by the leader with every event it gives
+	// the controller and the decisions that came back (tests and audits:
+	// replayed through a controller.Controller they give the same
+	// decisions).
+	Journal func(controller.Event, []controller.Decision)
 }
 
 func (c *Config) defaults() {
@@ -270,7 +276,7 @@ func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64) err
 		case <-ctx.Done():
 			return nil
 		case s := <-statuses:
-			st.onStatus(s)
+			st.onStatus(ctx, time.Now(), s)
 		case data := <-demandCh:
 			d, err := bus.DecodeDemand(data)
 			if err != nil {
@@ -284,7 +290,7 @@ func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64) err
 				o.log.Debug("bad stream event", "err", err)
 				continue
 			}
-			st.onStreamEvent(time.Now(), e)
+			st.onStreamEvent(ctx, time.Now(), e)
 		case r := <-st.results:
 			st.onResult(ctx, r)
 		case now := <-t.C:
@@ -296,7 +302,6 @@ func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64) err
 				return fmt.Errorf("renew lease: %w", err)
 			}
 			rev = nrev
-			st.endStreams(ctx, now)
 			st.evaluate(ctx, now)
 			o.bonus.Store(st.bonuses(now))
 			st.saveBonuses(now)

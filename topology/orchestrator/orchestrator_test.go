@@ -39,8 +39,10 @@ type cluster struct {
 	done    [2]chan struct{}
 	conn    func() *bus.Conn
 
-	mu   sync.Mutex
-	cmds map[string][]string // relay id → ops received
+	mu      sync.Mutex
+	cmds    map[string][]string // relay id → ops received
+	silent  map[string]bool     // relays that send no status
+	viewers map[string]int      // relay id → viewers of live/a it reports
 }
 
 func startCluster(t *testing.T, cfg Config) *cluster {
@@ -50,7 +52,7 @@ func startCluster(t *testing.T, cfg Config) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Shutdown)
-	c := &cluster{t: t, cmds: map[string][]string{}}
+	c := &cluster{t: t, cmds: map[string][]string{}, silent: map[string]bool{}, viewers: map[string]int{}}
 	c.conn = func() *bus.Conn {
 		bc, err := bus.Connect(bus.Options{InProcess: e.Server()}, nil)
 		if err != nil {
@@ -89,7 +91,17 @@ func startCluster(t *testing.T, cfg Config) *cluster {
 	go func() {
 		for ctx.Err() == nil {
 			for _, s := range c.g.Servers() {
-				data, _ := bus.Encode(bus.Status{ID: s.ID, Location: s.Location, RTMP: s.RTMP, Time: time.Now()})
+				c.mu.Lock()
+				silent, n := c.silent[s.ID], c.viewers[s.ID]
+				c.mu.Unlock()
+				if silent {
+					continue
+				}
+				st := bus.Status{ID: s.ID, Location: s.Location, RTMP: s.RTMP, Time: time.Now(), Viewers: n}
+				if n > 0 {
+					st.Streams = []bus.StreamStatus{{App: "live", Name: "a", Viewers: n, Live: true}}
+				}
+				data, _ := bus.Encode(st)
 				_, _ = c.b.Relays.Put(ctx, s.ID, data)
 			}
 			time.Sleep(200 * time.Millisecond)
@@ -271,5 +283,41 @@ func TestEndedStreamClosesRelays(t *testing.T) {
 	time.Sleep(600 * time.Millisecond) // past b's grace
 	if !c.placedAt("live", "b", "relay-as") {
 		t.Error("live/b lost its relay although its publisher came back")
+	}
+}
+
+// TestRelayBackIsPlacedAgain: a relay that goes silent while serving
+// viewers is marked down and loses its placement; when it reports again
+// while the stream still has demand, the leader opens it again.
+func TestRelayBackIsPlacedAgain(t *testing.T) {
+	c := startCluster(t, Config{Demand: demand.Config{Threshold: 5}})
+	lead := c.leader()
+	jp := bus.DemandEvent{App: "live", Name: "a", Vertex: "JP", Nearest: 10, N: 200}
+	c.demandUntil("relay-as ready", jp, func() bool { return c.placedAt("live", "a", "relay-as") })
+	c.mu.Lock()
+	c.viewers["relay-as"] = 40
+	c.mu.Unlock()
+	time.Sleep(500 * time.Millisecond) // a status with the viewers, read by the leader
+	c.mu.Lock()
+	c.silent["relay-as"] = true
+	c.mu.Unlock()
+	waitFor(t, "relay-as marked down and unplaced", func() bool {
+		_, err := c.b.Placements.Get(c.ctx, bus.StreamKey("live", "a"))
+		return errors.Is(err, jetstream.ErrKeyNotFound)
+	})
+	// Its viewers come back through the redirector meanwhile.
+	c.publish(bus.DemandSubject, bus.Demand{Events: []bus.DemandEvent{{App: "live", Name: "a", Vertex: "JP", Nearest: 18, N: 2}}})
+	time.Sleep(200 * time.Millisecond)
+	c.mu.Lock()
+	c.silent["relay-as"] = false
+	c.mu.Unlock()
+	waitFor(t, "relay-as opened again", func() bool { return count(c.ops("relay-as"), bus.OpOpen) == 2 })
+	waitFor(t, "relay-as placed again", func() bool { return c.placedAt("live", "a", "relay-as") })
+	back := false
+	for _, d := range c.orch[lead].Decisions() {
+		back = back || (d.Action == "open" && d.Server == "relay-as" && strings.Contains(d.Reason, "is back"))
+	}
+	if !back {
+		t.Fatalf("no open decision for the returning relay: %+v", c.orch[lead].Decisions())
 	}
 }

@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"errors"
-	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -12,28 +11,19 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/relaymesh/relaymesh/internal/bus"
-	"github.com/relaymesh/relaymesh/topology/demand"
-	"github.com/relaymesh/relaymesh/topology/distance"
+	"github.com/relaymesh/relaymesh/topology/controller"
 	"github.com/relaymesh/relaymesh/topology/graph"
-	"github.com/relaymesh/relaymesh/topology/scaling"
 )
 
-// stream is what the leader knows of one stream.
+// The leader's state: every decision comes from the controller
+// (topology/controller); this file only turns bus input into controller
+// events, carries the decisions out (commands to relays) and persists the
+// placements they change.
+
+// stream is a stream's bus name, by controller stream id.
 type stream struct {
 	id        int
 	app, name string
-	relays    map[int]*relay // by server index
-}
-
-type relay struct {
-	parent int // server index it pulls from
-	state  string
-	since  time.Time
-}
-
-type seen struct {
-	status bus.Status
-	at     time.Time
 }
 
 type command struct {
@@ -46,57 +36,117 @@ type result struct {
 	err error
 }
 
-// state is owned by the leader goroutine: tracker, scaler and placements.
+// state is owned by the leader goroutine.
 type state struct {
 	o       *Orchestrator
 	b       *bus.Buckets
 	g       *graph.Graph
-	table   *distance.Table
-	tracker *demand.Tracker
-	scaler  *scaling.Scaler
-	byName  map[string]*stream
+	ctl     *controller.Controller
 	byID    []*stream
 	servers map[string]int // server id → index
-	seen    map[int]seen   // server index → last status
-	down    map[int]bool
+	addr    map[int]string // server index → reported RTMP address
+	saved   map[int]map[int]bool
 	cmds    chan command
 	results chan result
-	dec     []demand.Decision
-	sdec    []scaling.Decision
-	bonus   bonusSaver        // demand bonuses saved for the next leader (bonus.go)
-	ended   map[int]time.Time // stream id → when the primary reported it unpublished (ended.go)
+	dec     []controller.Decision
+	bonus   bonusSaver // demand bonuses saved for the next leader (bonus.go)
+}
+
+// controllerConfig is the controller's configuration for o's.
+func controllerConfig(cfg Config) controller.Config {
+	return controller.Config{Demand: cfg.Demand, Scaling: cfg.Scaling, FanOut: cfg.FanOut,
+		StatusTTL: cfg.Buckets.StatusTTL, MaxStreams: cfg.MaxStreams, EndGrace: cfg.EndGrace}
 }
 
 func newState(o *Orchestrator, b *bus.Buckets) *state {
 	g := o.cfg.Graph
-	table := distance.Build(g, distance.ServerLocations(g))
-	st := &state{o: o, b: b, g: g, table: table,
-		tracker: demand.New(o.cfg.Demand, g, table),
-		scaler:  scaling.New(o.cfg.Scaling, g),
-		byName:  map[string]*stream{}, servers: map[string]int{},
-		seen: map[int]seen{}, down: map[int]bool{},
-		cmds: make(chan command, 1024), results: make(chan result, 1024), bonus: newBonusSaver(),
-		ended: map[int]time.Time{}}
+	st := &state{o: o, b: b, g: g, ctl: controller.New(controllerConfig(o.cfg), g),
+		servers: map[string]int{}, addr: map[int]string{}, saved: map[int]map[int]bool{},
+		cmds: make(chan command, 1024), results: make(chan result, 1024), bonus: newBonusSaver()}
 	for i, s := range g.Servers() {
 		st.servers[s.ID] = i
 	}
 	return st
 }
 
-// stream returns (creating) the state of app/name; nil when at the bound.
-func (st *state) stream(app, name string) *stream {
-	key := app + "/" + name
-	if s := st.byName[key]; s != nil {
-		return s
-	}
-	if len(st.byID) >= st.o.cfg.MaxStreams {
+// stream returns (creating) app/name; nil when at the bound.
+func (st *state) stream(app, name string) *stream { return st.streamKey(app+"/"+name, app, name) }
+
+// streamKey is stream with the key app/name already made.
+func (st *state) streamKey(key, app, name string) *stream {
+	id, ok := st.ctl.Stream(key)
+	if !ok {
 		return nil
 	}
-	s := &stream{id: len(st.byID), app: app, name: name, relays: map[int]*relay{}}
-	st.byName[key] = s
-	st.byID = append(st.byID, s)
-	st.scaler.SetStreamName(s.id, key)
-	return s
+	for len(st.byID) <= id {
+		st.byID = append(st.byID, nil)
+	}
+	if st.byID[id] == nil {
+		st.byID[id] = &stream{id: id, app: app, name: name}
+	}
+	return st.byID[id]
+}
+
+// apply gives the controller one event and carries out its decisions.
+func (st *state) apply(ctx context.Context, e controller.Event) {
+	st.dec = st.ctl.Apply(e, st.dec[:0])
+	if j := st.o.cfg.Journal; j != nil {
+		j(e, append([]controller.Decision(nil), st.dec...))
+	}
+	for _, d := range st.dec {
+		st.act(ctx, d)
+	}
+}
+
+// act carries out (or records) one decision.
+func (st *state) act(ctx context.Context, d controller.Decision) {
+	if d.Action == controller.Down {
+		sv := st.g.Servers()[d.Server]
+		st.o.log.Warn("relay silent, marked down", "server", sv.ID)
+		st.note("down", nil, d.Server, d.Reason)
+		for _, s := range st.byID {
+			if s != nil && st.saved[s.id][d.Server] {
+				st.save(ctx, s)
+			}
+		}
+		return
+	}
+	if d.Stream < 0 || d.Stream >= len(st.byID) || st.byID[d.Stream] == nil {
+		return
+	}
+	s := st.byID[d.Stream]
+	key := s.app + "/" + s.name
+	srvID := ""
+	if d.Server >= 0 {
+		srvID = st.g.Servers()[d.Server].ID
+	}
+	switch d.Action {
+	case controller.Open:
+		st.o.log.Info("opening relay", "stream", key, "server", srvID, "parent", st.g.Servers()[d.Parent].ID, "reason", d.Reason)
+		st.note("open", s, d.Server, d.Reason)
+		st.save(ctx, s)
+		st.send(ctx, d.Server, s, bus.OpOpen, d.Parent, d.Reason)
+	case controller.Ready:
+		st.o.log.Info("relay ready", "stream", key, "server", srvID)
+		st.note("ready", s, d.Server, d.Reason)
+		st.save(ctx, s)
+	case controller.Failed:
+		st.o.log.Warn("relay did not open", "stream", key, "server", srvID, "err", d.Reason)
+		st.note("failed", s, d.Server, d.Reason)
+		st.save(ctx, s)
+	case controller.Drain:
+		st.o.log.Info("draining relay", "stream", key, "server", srvID, "reason", d.Reason)
+		st.note("drain", s, d.Server, d.Reason)
+		st.save(ctx, s)
+	case controller.Close:
+		st.o.log.Info("closing relay", "stream", key, "server", srvID, "reason", d.Reason)
+		st.note("close", s, d.Server, d.Reason)
+		st.send(ctx, d.Server, s, bus.OpClose, -1, d.Reason)
+		st.save(ctx, s)
+	case controller.Forget:
+		st.save(ctx, s)
+		st.bonus.dirty[s.id] = true // deletes its saved bonuses
+	}
 }
 
 // restore rebuilds the placements from the bucket (after a takeover).
@@ -114,6 +164,7 @@ func (st *state) restore(ctx context.Context) error {
 		if s == nil {
 			return false
 		}
+		n := 0
 		for _, r := range p.Relays {
 			srv, ok := st.servers[r.Server]
 			if !ok {
@@ -123,19 +174,26 @@ func (st *state) restore(ctx context.Context) error {
 			if !ok {
 				parent = st.g.Primary()
 			}
-			if !st.adopt(now, srv, s.id) {
+			state := controller.Serving
+			switch r.State {
+			case bus.StateOpening:
+				state = controller.Opening
+			case bus.StateDraining:
+				state = controller.Draining
+			}
+			st.apply(ctx, controller.Event{Time: now, Kind: controller.EvAdopt, Stream: p.App + "/" + p.Name,
+				Server: srv, Parent: parent, State: state, Since: r.Since})
+			if !st.has(s, srv) {
 				st.o.log.Warn("cannot adopt relay", "server", r.Server, "stream", p.App+"/"+p.Name)
 				continue
 			}
-			s.relays[srv] = &relay{parent: parent, state: r.State, since: r.Since}
-			st.tracker.SetHosted(s.id, st.g.Servers()[srv].Vertex, true)
-			if r.State == bus.StateOpening {
-				st.send(srv, s, bus.OpOpen, "re-issued after a change of leader")
-			} else {
-				st.scaler.Ready(srv, s.id)
+			n++
+			if state == controller.Opening {
+				st.send(ctx, srv, s, bus.OpOpen, parent, "re-issued after a change of leader")
 			}
 		}
-		st.o.log.Info("placement restored", "stream", p.App+"/"+p.Name, "relays", len(s.relays))
+		st.remember(s)
+		st.o.log.Info("placement restored", "stream", p.App+"/"+p.Name, "relays", n)
 		return true
 	})
 	if err != nil {
@@ -143,6 +201,15 @@ func (st *state) restore(ctx context.Context) error {
 	}
 	// Bonuses after placements: a location that hosts the stream gathers none.
 	return st.restoreBonuses(lctx)
+}
+
+func (st *state) has(s *stream, srv int) bool {
+	for _, r := range st.ctl.Relays(s.id) {
+		if r.Server == srv {
+			return true
+		}
+	}
+	return false
 }
 
 // eachEntry calls fn with every entry of kv (skipping keys deleted
@@ -171,30 +238,6 @@ func eachEntry(ctx context.Context, kv jetstream.KeyValue, fn func(key string, v
 	return nil
 }
 
-// adopt makes the scaler account an existing relay. The scaler opens by
-// location and jump hash, so this opens at the server's location until it
-// names that server, and forgets the others it named on the way.
-func (st *state) adopt(now time.Time, srv, sid int) bool {
-	loc := st.g.Servers()[srv].Vertex
-	var extra []int
-	defer func() {
-		for _, x := range extra {
-			st.scaler.Failed(x, sid)
-		}
-	}()
-	for range 64 {
-		d, ok := st.scaler.OpenAt(now, sid, loc, "restored")
-		if !ok {
-			return false
-		}
-		if d.Server == srv {
-			return true
-		}
-		extra = append(extra, d.Server)
-	}
-	return false
-}
-
 // startWorkers runs the goroutines that carry commands to relays.
 func (st *state) startWorkers(ctx context.Context, wg *sync.WaitGroup) {
 	for range 8 {
@@ -221,71 +264,48 @@ func (st *state) startWorkers(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
-// send queues a command for server srv about stream s.
-func (st *state) send(srv int, s *stream, op, reason string) {
+// send queues a command for server srv about stream s (parent: the server
+// an opened relay pulls from).
+func (st *state) send(ctx context.Context, srv int, s *stream, op string, parent int, reason string) {
 	c := command{server: srv, stream: s.id, cmd: bus.Command{Op: op, App: s.app, Name: s.name, Reason: reason}}
-	if op == bus.OpOpen {
-		if r := s.relays[srv]; r != nil {
-			c.cmd.Parent = "rtmp://" + st.rtmpAddr(r.parent)
-		}
+	if op == bus.OpOpen && parent >= 0 {
+		c.cmd.Parent = "rtmp://" + st.rtmpAddr(parent)
 	}
 	select {
 	case st.cmds <- c:
 	default:
 		st.o.log.Warn("command queue full", "op", op, "server", st.g.Servers()[srv].ID)
-		if op == bus.OpOpen && s.relays[srv] != nil {
-			st.remove(s, srv)
-			st.scaler.Failed(srv, s.id)
+		if op == bus.OpOpen {
+			st.apply(ctx, controller.Event{Time: time.Now(), Kind: controller.EvFailed, Stream: s.app + "/" + s.name,
+				Server: srv, Why: "command queue full"})
 		}
 	}
 }
 
 // rtmpAddr is where a server plays from: its reported address, else the graph's.
 func (st *state) rtmpAddr(srv int) string {
-	if s, ok := st.seen[srv]; ok && s.status.RTMP != "" {
-		return s.status.RTMP
+	if a := st.addr[srv]; a != "" {
+		return a
 	}
 	return st.g.Servers()[srv].RTMP
 }
 
-// parent chooses where a new relay of s on server srv pulls from: the
-// primary while it has fan-out room, else the nearest ready relay of s with
-// room, else the primary anyway.
-func (st *state) parent(srv int, s *stream) int {
-	prim := st.g.Primary()
-	children := map[int]int{}
-	for _, r := range s.relays {
-		children[r.parent]++
-	}
-	if children[prim] < st.o.cfg.FanOut {
-		return prim
-	}
-	v := st.g.Servers()[srv].Vertex
-	best, bestD := prim, float32(math.Inf(1))
-	for id, r := range s.relays {
-		if id == srv || r.state != bus.StateReady || st.down[id] || children[id] >= st.o.cfg.FanOut {
-			continue
-		}
-		j := st.table.DestIndex(st.g.Servers()[id].Vertex)
-		if j < 0 {
-			continue
-		}
-		if d := st.table.Dist(v, j); d < bestD {
-			best, bestD = id, d
-		}
-	}
-	return best
-}
-
-func (st *state) onStatus(s bus.Status) {
+func (st *state) onStatus(ctx context.Context, now time.Time, s bus.Status) {
 	srv, ok := st.servers[s.ID]
 	if !ok {
 		return
 	}
-	st.seen[srv] = seen{status: s, at: time.Now()}
-	if st.down[srv] {
-		delete(st.down, srv)
-		st.scaler.SetDown(srv, false)
+	if s.RTMP != "" {
+		st.addr[srv] = s.RTMP
+	}
+	back := st.ctl.IsDown(srv)
+	loads := make([]controller.Load, 0, len(s.Streams))
+	for _, ss := range s.Streams {
+		loads = append(loads, controller.Load{Stream: ss.App + "/" + ss.Name, Viewers: float64(ss.Viewers), Mbps: ss.Mbps,
+			HTTPViewers: float64(ss.HTTPViewers())})
+	}
+	st.apply(ctx, controller.Event{Time: now, Kind: controller.EvStatus, Server: srv, Loads: loads})
+	if back {
 		st.o.log.Info("relay is back", "server", s.ID)
 	}
 }
@@ -296,173 +316,72 @@ func (st *state) onDemand(ctx context.Context, now time.Time, d bus.Demand) {
 		if !ok {
 			continue
 		}
-		s := st.stream(e.App, e.Name)
+		key := e.App + "/" + e.Name
+		s := st.streamKey(key, e.App, e.Name)
 		if s == nil {
 			continue
 		}
-		nearest := float32(e.Nearest)
-		if e.Nearest < 0 {
-			nearest = distance.Inf
-		}
-		st.dec = st.tracker.ObserveN(now, s.id, v, float64(e.N), nearest, st.dec[:0])
 		st.bonus.dirty[s.id] = true
-		for _, dec := range st.dec {
-			sd, ok := st.scaler.OpenAt(now, s.id, dec.Location, dec.Reason)
-			if !ok {
-				st.tracker.SetHosted(s.id, dec.Location, false)
-				continue
-			}
-			st.open(ctx, now, s, sd)
-		}
+		st.apply(ctx, controller.Event{Time: now, Kind: controller.EvDemand, Stream: key,
+			Vertex: v, N: float64(e.N), Nearest: e.Nearest})
 	}
-}
-
-// open records a new relay as opening and commands it.
-func (st *state) open(ctx context.Context, now time.Time, s *stream, d scaling.Decision) {
-	if _, ok := s.relays[d.Server]; ok {
-		return
-	}
-	s.relays[d.Server] = &relay{parent: st.parent(d.Server, s), state: bus.StateOpening, since: now}
-	st.tracker.SetHosted(s.id, st.g.Servers()[d.Server].Vertex, true)
-	st.o.log.Info("opening relay", "stream", s.app+"/"+s.name, "server", st.g.Servers()[d.Server].ID,
-		"parent", st.g.Servers()[s.relays[d.Server].parent].ID, "reason", d.Reason)
-	st.note("open", s, d.Server, d.Reason)
-	st.save(ctx, s)
-	st.send(d.Server, s, bus.OpOpen, d.Reason)
 }
 
 func (st *state) onResult(ctx context.Context, r result) {
-	s := st.byID[r.stream]
-	srvID := st.g.Servers()[r.server].ID
 	if r.cmd.Op != bus.OpOpen {
 		if r.err != nil {
-			st.o.log.Warn("command failed", "op", r.cmd.Op, "server", srvID, "err", r.err)
+			st.o.log.Warn("command failed", "op", r.cmd.Op, "server", st.g.Servers()[r.server].ID, "err", r.err)
 		}
 		return
 	}
-	rel := s.relays[r.server]
-	if rel == nil || rel.state != bus.StateOpening {
-		return
-	}
+	e := controller.Event{Time: time.Now(), Kind: controller.EvReady, Stream: r.cmd.App + "/" + r.cmd.Name, Server: r.server}
 	if r.err != nil {
-		st.o.log.Warn("relay did not open", "stream", s.app+"/"+s.name, "server", srvID, "err", r.err)
-		st.note("failed", s, r.server, r.err.Error())
-		st.remove(s, r.server)
-		st.scaler.Failed(r.server, s.id)
-	} else {
-		rel.state, rel.since = bus.StateReady, time.Now()
-		st.scaler.Ready(r.server, s.id)
-		st.o.log.Info("relay ready", "stream", s.app+"/"+s.name, "server", srvID)
-		st.note("ready", s, r.server, r.cmd.Reason)
+		e.Kind, e.Why = controller.EvFailed, r.err.Error()
 	}
-	st.save(ctx, s)
+	st.apply(ctx, e)
 }
 
-// remove forgets a relay and unmarks its location when no relay of the
-// stream remains there.
-func (st *state) remove(s *stream, srv int) {
-	delete(s.relays, srv)
-	v := st.g.Servers()[srv].Vertex
-	for id := range s.relays {
-		if st.g.Servers()[id].Vertex == v {
-			return
-		}
-	}
-	st.tracker.SetHosted(s.id, v, false)
-}
-
-// evaluate marks silent relays down and runs the scaler.
+// evaluate runs the controller's tick.
 func (st *state) evaluate(ctx context.Context, now time.Time) {
-	ttl := st.o.cfg.Buckets.StatusTTL
-	for i, sv := range st.g.Servers() {
-		if sv.Role == graph.RolePrimary || st.down[i] {
-			continue
-		}
-		if s, ok := st.seen[i]; ok && now.Sub(s.at) < ttl {
-			continue
-		}
-		if _, ok := st.seen[i]; !ok && !st.carries(i) {
-			continue // never seen and carries nothing: nothing to do yet
-		}
-		st.down[i] = true
-		st.scaler.SetDown(i, true)
-		st.o.log.Warn("relay silent, marked down", "server", sv.ID)
-		st.note("down", nil, i, "no status for "+ttl.String())
-		for _, s := range st.byID {
-			if _, ok := s.relays[i]; ok {
-				st.remove(s, i)
-				st.save(ctx, s)
-			}
-		}
-	}
-	var samples []scaling.Sample
-	for _, s := range st.byID {
-		for srv := range s.relays {
-			sn, ok := st.seen[srv]
-			if !ok {
-				continue
-			}
-			viewers, httpViewers := 0, 0
-			for _, ss := range sn.status.Streams {
-				if ss.App == s.app && ss.Name == s.name {
-					viewers, httpViewers = ss.Viewers, ss.HTTPViewers()
-				}
-			}
-			samples = append(samples, scaling.Sample{Server: srv, Stream: s.id, Viewers: float64(viewers), HTTPViewers: float64(httpViewers)})
-		}
-	}
-	st.sdec = st.scaler.Evaluate(now, samples, st.sdec[:0])
-	for _, d := range st.sdec {
-		if d.Stream < 0 || d.Stream >= len(st.byID) {
-			continue
-		}
-		s := st.byID[d.Stream]
-		switch d.Action {
-		case scaling.ActionOpen:
-			st.open(ctx, now, s, d)
-		case scaling.ActionDrain:
-			if r := s.relays[d.Server]; r != nil {
-				r.state, r.since = bus.StateDraining, now
-				st.o.log.Info("draining relay", "stream", s.app+"/"+s.name, "server", st.g.Servers()[d.Server].ID, "reason", d.Reason)
-				st.note("drain", s, d.Server, d.Reason)
-				st.save(ctx, s)
-			}
-		case scaling.ActionClose:
-			if _, ok := s.relays[d.Server]; ok {
-				st.o.log.Info("closing relay", "stream", s.app+"/"+s.name, "server", st.g.Servers()[d.Server].ID, "reason", d.Reason)
-				st.note("close", s, d.Server, d.Reason)
-				st.send(d.Server, s, bus.OpClose, d.Reason)
-				st.remove(s, d.Server)
-				st.save(ctx, s)
-			}
-		}
-	}
+	st.apply(ctx, controller.Event{Time: now, Kind: controller.EvTick})
 }
 
-func (st *state) carries(srv int) bool {
-	for _, s := range st.byID {
-		if _, ok := s.relays[srv]; ok {
-			return true
-		}
+// remember notes which servers the saved placement of s names.
+func (st *state) remember(s *stream) {
+	m := map[int]bool{}
+	for _, r := range st.ctl.Relays(s.id) {
+		m[r.Server] = true
 	}
-	return false
+	st.saved[s.id] = m
 }
 
 // save writes the placement of s (or deletes it when no relay is left).
 func (st *state) save(ctx context.Context, s *stream) {
+	st.remember(s)
+	if st.b == nil {
+		return
+	}
 	key := bus.StreamKey(s.app, s.name)
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if len(s.relays) == 0 {
+	relays := st.ctl.Relays(s.id)
+	if len(relays) == 0 {
 		if err := st.b.Placements.Delete(sctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 			st.o.log.Warn("placement not deleted", "stream", s.app+"/"+s.name, "err", err)
 		}
 		return
 	}
 	p := bus.Placement{App: s.app, Name: s.name}
-	for srv, r := range s.relays {
-		p.Relays = append(p.Relays, bus.PlacedRelay{Server: st.g.Servers()[srv].ID,
-			Parent: st.g.Servers()[r.parent].ID, State: r.state, Since: r.since.UTC()})
+	for _, r := range relays {
+		state := bus.StateReady
+		switch r.State {
+		case controller.Opening:
+			state = bus.StateOpening
+		case controller.Draining:
+			state = bus.StateDraining
+		}
+		p.Relays = append(p.Relays, bus.PlacedRelay{Server: st.g.Servers()[r.Server].ID,
+			Parent: st.g.Servers()[r.Parent].ID, State: state, Since: r.Since.UTC()})
 	}
 	sort.Slice(p.Relays, func(i, j int) bool { return p.Relays[i].Server < p.Relays[j].Server })
 	data, err := bus.Encode(p)
@@ -477,11 +396,15 @@ func (st *state) save(ctx context.Context, s *stream) {
 // bonuses snapshots the demand bonuses above 1% of the threshold.
 func (st *state) bonuses(now time.Time) *[]Bonus {
 	out := []Bonus{}
-	thr := st.threshold()
+	thr := st.ctl.Threshold()
+	table := st.ctl.Table()
 	for _, s := range st.byID {
-		for j := 0; j < st.table.NumDests(); j++ {
-			v := st.table.Dest(j)
-			if b := st.tracker.Bonus(now, s.id, v); b > thr/100 {
+		if s == nil {
+			continue
+		}
+		for j := 0; j < table.NumDests(); j++ {
+			v := table.Dest(j)
+			if b := st.ctl.Bonus(now, s.id, v); b > thr/100 {
 				out = append(out, Bonus{App: s.app, Name: s.name, Location: st.g.Location(v).ID, Value: b, Threshold: thr})
 			}
 		}

@@ -3,6 +3,7 @@ package placement
 import (
 	"github.com/relaymesh/relaymesh/topology/distance"
 	"github.com/relaymesh/relaymesh/topology/graph"
+	"math"
 )
 
 // Rand is the random source for tie-breaking (math/rand/v2's *Rand fits).
@@ -99,14 +100,21 @@ func (m *Mesh) Choose(v graph.VertexID, s StreamID, r Rand) Result {
 	if w.primary != NoServer {
 		nearest = row[w.servers[w.primary].dest]
 	}
-	for _, c := range cs {
-		nearest = min(nearest, row[w.servers[c].dest])
+	gs := w.groups[s]
+	for _, g := range gs {
+		nearest = min(nearest, row[g.dest])
 	}
-	if res, ok := w.pick(row, cs, kbps, false, r, m.cfg.TieTolerance); ok {
+	pick := w.pick
+	if len(gs) <= maxGroups && len(cs) >= 4*len(gs) {
+		pick = func(row []float32, _ []ServerID, kbps int64, reserve bool, r Rand, tol float64) (Result, bool) {
+			return w.pickGrouped(row, gs, kbps, reserve, r, tol)
+		}
+	}
+	if res, ok := pick(row, cs, kbps, false, r, m.cfg.TieTolerance); ok {
 		res.Nearest = nearest
 		return res
 	}
-	if res, ok := w.pick(row, cs, kbps, true, r, m.cfg.TieTolerance); ok {
+	if res, ok := pick(row, cs, kbps, true, r, m.cfg.TieTolerance); ok {
 		res.Reason, res.Nearest = ReasonReserve, nearest
 		return res
 	}
@@ -175,8 +183,9 @@ func (w *view) pick(row []float32, cs []ServerID, kbps int64, reserve bool, r Ra
 
 // ChooseSticky keeps a viewer on the server its verified token names when
 // that server is up, not draining, carries the stream and is below its hard
-// limit; otherwise it chooses afresh. Pass a zero Claims when there is no
-// valid token.
+// limit; otherwise it chooses afresh. A provisional token keeps the viewer
+// only while no nearer carrier can take it. Pass a zero Claims when there
+// is no valid token.
 func (m *Mesh) ChooseSticky(v graph.VertexID, s StreamID, c Claims, r Rand) Result {
 	w := m.view.Load()
 	if c.Server != "" && s >= 0 && int(s) < len(w.names) && c.Stream == w.names[s] {
@@ -187,9 +196,166 @@ func (m *Mesh) ChooseSticky(v graph.VertexID, s StreamID, c Claims, r Rand) Resu
 				if row := w.table.Row(v); row != nil {
 					d = row[info.dest]
 				}
+				if c.Provisional {
+					if res := m.Choose(v, s, r); res.Server != NoServer && res.Dist < d {
+						return res
+					}
+				}
 				return Result{Server: id, Dist: d, Ties: 1, Reason: ReasonSticky}
 			}
 		}
 	}
 	return m.Choose(v, s, r)
+}
+
+// destGroup is the carriers of a stream at one location (destination index
+// of the distance table): a choice looks at locations nearest first and at
+// the servers of only the locations it needs, so its cost follows the
+// number of locations carrying the stream, not of carriers.
+type destGroup struct {
+	dest    int32
+	servers []ServerID
+}
+
+// maxGroups: with more locations carrying a stream, or fewer than four
+// carriers per location on average, choices take the single pass over
+// every carrier (pick), which is then as fast.
+const maxGroups = 64
+
+// groupsOf groups carriers by location, in order of first appearance.
+func (v *view) groupsOf(cs []ServerID) []destGroup {
+	var gs []destGroup
+	for _, c := range cs {
+		d := v.servers[c].dest
+		found := false
+		for i := range gs {
+			if gs[i].dest == d {
+				gs[i].servers = append(gs[i].servers, c)
+				found = true
+				break
+			}
+		}
+		if !found {
+			gs = append(gs, destGroup{dest: d, servers: []ServerID{c}})
+		}
+	}
+	return gs
+}
+
+// pickGrouped is pick over carriers grouped by location: the nearest
+// locations not yet ruled out (all those within the tie tolerance of the
+// nearest, the primary's among them) are examined; if one of their servers
+// is eligible, the choice is among those, weighted by weight × headroom;
+// otherwise they are ruled out and the next nearest are examined.
+func (w *view) pickGrouped(row []float32, gs []destGroup, kbps int64, reserve bool, r Rand, tol float64) (Result, bool) {
+	var out uint64 // groups ruled out; bit 63 stands for the primary
+	const primBit = uint64(1) << 63
+	prim := w.primary
+	if reserve || prim == NoServer {
+		out |= primBit
+	}
+	tol32 := float32(tol)
+	for {
+		best := float32(math.Inf(1))
+		any := false
+		for i, g := range gs {
+			if out&(1<<i) == 0 {
+				best, any = min(best, row[g.dest]), true
+			}
+		}
+		if out&primBit == 0 {
+			best, any = min(best, row[w.servers[prim].dest]), true
+		}
+		if !any {
+			return Result{}, false
+		}
+		within := func(d float32) bool { return d <= best+best*tol32 || d == best }
+		// Pass 1: total weight of the eligible servers at the nearest
+		// locations.
+		total, ties := 0.0, 0
+		for i, g := range gs {
+			if out&(1<<i) != 0 || !within(row[g.dest]) {
+				continue
+			}
+			for _, c := range g.servers {
+				if (w.servers[c].role == graph.RoleReserve) != reserve {
+					continue
+				}
+				if head, ok := w.eligible(c, kbps); ok {
+					total += w.servers[c].weight * head
+					ties++
+				}
+			}
+		}
+		primOK := false
+		if out&primBit == 0 && within(row[w.servers[prim].dest]) && w.servers[prim].role != graph.RoleReserve {
+			if head, ok := w.eligible(prim, kbps); ok {
+				total += w.servers[prim].weight * head
+				ties++
+				primOK = true
+			}
+		}
+		if ties == 0 {
+			for i, g := range gs {
+				if within(row[g.dest]) {
+					out |= 1 << i
+				}
+			}
+			if out&primBit == 0 && within(row[w.servers[prim].dest]) {
+				out |= primBit
+			}
+			continue
+		}
+		if best == distance.Inf {
+			// Nothing reachable: the primary if it can take the viewer.
+			if reserve || prim == NoServer {
+				return Result{}, false
+			}
+			if _, ok := w.eligible(prim, kbps); !ok {
+				return Result{}, false
+			}
+			return Result{Server: prim, Dist: best, Ties: 1, Reason: ReasonUnreachable}, true
+		}
+		// Pass 2: the server at the drawn point of the cumulative weight.
+		// Loads may move between the passes (other choices in flight): the
+		// last eligible server seen is the fallback.
+		x := r.Float64() * total
+		chosen := NoServer
+		acc := 0.0
+		if primOK {
+			if head, ok := w.eligible(prim, kbps); ok {
+				chosen = prim
+				acc += w.servers[prim].weight * head
+			}
+		}
+	scan:
+		for i, g := range gs {
+			if acc > x && chosen != NoServer {
+				break
+			}
+			if out&(1<<i) != 0 || !within(row[g.dest]) {
+				continue
+			}
+			for _, c := range g.servers {
+				if (w.servers[c].role == graph.RoleReserve) != reserve {
+					continue
+				}
+				if head, ok := w.eligible(c, kbps); ok {
+					chosen = c
+					acc += w.servers[c].weight * head
+					if acc > x {
+						break scan
+					}
+				}
+			}
+		}
+		if chosen == NoServer {
+			continue
+		}
+		reason := ReasonNearest
+		if ties > 1 {
+			reason = ReasonTie
+		}
+		return Result{Server: chosen, Dist: row[w.servers[chosen].dest], Ties: ties, Reason: reason}, true
+	}
 }

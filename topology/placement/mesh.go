@@ -93,7 +93,8 @@ type view struct {
 	load     []serverLoad
 	byID     map[string]ServerID
 	primary  ServerID
-	carriers [][]ServerID // per stream, without the primary
+	carriers [][]ServerID  // per stream, without the primary
+	groups   [][]destGroup // per stream, its carriers by location (choose.go)
 	streams  map[string]StreamID
 	names    []string
 	kbps     []int64 // per stream bitrate
@@ -142,12 +143,14 @@ func newView(g *graph.Graph, old *view) *view {
 	// Carry streams, carriers and live load over by server id.
 	v.streams, v.names, v.kbps = old.streams, old.names, old.kbps
 	v.carriers = make([][]ServerID, len(old.carriers))
+	v.groups = make([][]destGroup, len(old.carriers))
 	for s, cs := range old.carriers {
 		for _, c := range cs {
 			if n, ok := v.byID[old.servers[c].id]; ok && n != v.primary {
 				v.carriers[s] = append(v.carriers[s], n)
 			}
 		}
+		v.groups[s] = v.groupsOf(v.carriers[s])
 	}
 	for i := range old.servers {
 		if n, ok := v.byID[old.servers[i].id]; ok {
@@ -226,6 +229,7 @@ func (m *Mesh) AddStream(name string, mbps float64) (StreamID, error) {
 	v.names = append(old.names[:len(old.names):len(old.names)], name)
 	v.kbps = append(old.kbps[:len(old.kbps):len(old.kbps)], int64(mbps*1000))
 	v.carriers = append(old.carriers[:len(old.carriers):len(old.carriers)], nil)
+	v.groups = append(old.groups[:len(old.groups):len(old.groups)], nil)
 	m.view.Store(&v)
 	return id, nil
 }
@@ -310,6 +314,8 @@ func (m *Mesh) setCarrier(id ServerID, s StreamID, on bool) {
 	v := *old
 	v.carriers = append([][]ServerID(nil), old.carriers...)
 	v.carriers[s] = next
+	v.groups = append([][]destGroup(nil), old.groups...)
+	v.groups[s] = v.groupsOf(next)
 	m.view.Store(&v)
 }
 

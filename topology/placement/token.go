@@ -11,11 +11,14 @@ import (
 )
 
 // Claims is what an assignment token says: this viewer was sent to Server
-// for Stream, and may come back there until Expires.
+// for Stream, and may come back there until Expires. A Provisional token
+// holds the viewer there only until a nearer carrier can take it (it was
+// placed far while a nearer relay was starting): ChooseSticky then moves it.
 type Claims struct {
-	Server  string
-	Stream  string
-	Expires time.Time
+	Server      string
+	Stream      string
+	Expires     time.Time
+	Provisional bool
 }
 
 // Token errors.
@@ -30,8 +33,12 @@ const MaxTokenLen = 1024
 
 const (
 	tokenVersion = 1
-	macLen       = 16 // HMAC-SHA256 truncated to 128 bits
-	maxField     = 255
+	// tokenVersionFlags adds a flags byte after the stream (bit 0:
+	// provisional); tokens without flags keep version 1.
+	tokenVersionFlags = 2
+	flagProvisional   = 1
+	macLen            = 16 // HMAC-SHA256 truncated to 128 bits
+	maxField          = 255
 )
 
 // Sign encodes c as a URL-safe token: version, expiry (Unix seconds),
@@ -41,13 +48,20 @@ func Sign(key []byte, c Claims) (string, error) {
 	if len(c.Server) > maxField || len(c.Stream) > maxField {
 		return "", fmt.Errorf("assignment token: server or stream longer than %d bytes", maxField)
 	}
-	b := make([]byte, 0, 1+8+2+len(c.Server)+len(c.Stream)+macLen)
-	b = append(b, tokenVersion)
+	b := make([]byte, 0, 1+8+2+len(c.Server)+len(c.Stream)+1+macLen)
+	version := byte(tokenVersion)
+	if c.Provisional {
+		version = tokenVersionFlags
+	}
+	b = append(b, version)
 	b = binary.BigEndian.AppendUint64(b, uint64(c.Expires.Unix()))
 	b = append(b, byte(len(c.Server)))
 	b = append(b, c.Server...)
 	b = append(b, byte(len(c.Stream)))
 	b = append(b, c.Stream...)
+	if c.Provisional {
+		b = append(b, flagProvisional)
+	}
 	mac := hmac.New(sha256.New, key)
 	mac.Write(b)
 	b = mac.Sum(b)[:len(b)+macLen]
@@ -61,7 +75,7 @@ func Verify(key []byte, token string, now time.Time) (Claims, error) {
 		return Claims{}, ErrTokenMalformed
 	}
 	b, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil || len(b) < 1+8+1+1+macLen || b[0] != tokenVersion {
+	if err != nil || len(b) < 1+8+1+1+macLen || (b[0] != tokenVersion && b[0] != tokenVersionFlags) {
 		return Claims{}, ErrTokenMalformed
 	}
 	body, sum := b[:len(b)-macLen], b[len(b)-macLen:]
@@ -78,13 +92,20 @@ func Verify(key []byte, token string, now time.Time) (Claims, error) {
 	server := string(p[1 : 1+n])
 	p = p[1+n:]
 	m := int(p[0])
-	if len(p) != 1+m {
+	flags := 0
+	if body[0] == tokenVersionFlags {
+		if len(p) != 1+m+1 {
+			return Claims{}, ErrTokenMalformed
+		}
+		flags = int(p[1+m])
+	} else if len(p) != 1+m {
 		return Claims{}, ErrTokenMalformed
 	}
 	c := Claims{
-		Server:  server,
-		Stream:  string(p[1:]),
-		Expires: time.Unix(int64(binary.BigEndian.Uint64(body[1:9])), 0),
+		Server:      server,
+		Stream:      string(p[1 : 1+m]),
+		Expires:     time.Unix(int64(binary.BigEndian.Uint64(body[1:9])), 0),
+		Provisional: flags&flagProvisional != 0,
 	}
 	if !now.Before(c.Expires) {
 		return c, ErrTokenExpired

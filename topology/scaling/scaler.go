@@ -23,12 +23,13 @@ type Config struct {
 	// above which relays are added. Default 0.8.
 	High float64
 	// Low is the fraction below which, held for Hold, one relay is
-	// drained. Default 0.3.
+	// drained. Default 0.5.
 	Low float64
 	// Hold is how long the load must stay below Low before a drain, and
-	// the pause between two drains of a group. Default 60 s.
+	// the pause between two drains of a group. Default 20 s.
 	Hold time.Duration
-	// MinLifetime: no relay is drained before this age. Default 3 min.
+	// MinLifetime: no relay is drained before this age. Default 5 min (a
+	// relay closed younger counts as an oscillation in the scorecard).
 	MinLifetime time.Duration
 	// Horizon is how far ahead load is predicted. Default 15 s (relay
 	// start-up time plus a sample interval or two).
@@ -48,13 +49,13 @@ func (c *Config) defaults() {
 		c.High = 0.8
 	}
 	if c.Low <= 0 {
-		c.Low = 0.3
+		c.Low = 0.5
 	}
 	if c.Hold <= 0 {
-		c.Hold = time.Minute
+		c.Hold = 20 * time.Second
 	}
 	if c.MinLifetime <= 0 {
-		c.MinLifetime = 3 * time.Minute
+		c.MinLifetime = 5 * time.Minute
 	}
 	if c.Horizon <= 0 {
 		c.Horizon = 15 * time.Second
@@ -152,7 +153,9 @@ type Scaler struct {
 	reserve    map[graph.VertexID]*jumphash.Pool
 	reserveAll jumphash.Pool
 	regionLocs map[graph.VertexID][]graph.VertexID
-	capacity   []float64
+	capacity   []float64 // viewers (Inf: unlimited)
+	capMbps    []float64 // Mbit/s (Inf: unlimited)
+	bitrate    map[int]float64
 	down       []bool
 	relays     map[[2]int]*relay
 	groups     map[groupKey]*group
@@ -173,6 +176,8 @@ func New(cfg Config, g *graph.Graph) *Scaler {
 		reserve:    map[graph.VertexID]*jumphash.Pool{},
 		regionLocs: map[graph.VertexID][]graph.VertexID{},
 		capacity:   make([]float64, n),
+		capMbps:    make([]float64, n),
+		bitrate:    map[int]float64{},
 		down:       make([]bool, n),
 		relays:     map[[2]int]*relay{},
 		groups:     map[groupKey]*group{},
@@ -185,6 +190,10 @@ func New(cfg Config, g *graph.Graph) *Scaler {
 		s.capacity[i] = float64(sv.CapacityViewers)
 		if sv.CapacityViewers == 0 {
 			s.capacity[i] = math.Inf(1)
+		}
+		s.capMbps[i] = sv.CapacityMbps
+		if sv.CapacityMbps == 0 {
+			s.capMbps[i] = math.Inf(1)
 		}
 		s.srvPred[i] = NewPredictor(cfg.Window)
 		switch sv.Role {
@@ -239,7 +248,49 @@ func (s *Scaler) usable(server, stream int) bool {
 	if _, busy := s.relays[[2]int{server, stream}]; busy {
 		return false
 	}
-	return s.srvLoad[server] < s.cfg.High*s.capacity[server]
+	return s.srvLoad[server] < s.cfg.High*s.Capacity(server, stream)
+}
+
+// SetBitrate records a stream's bitrate, so that a server's capacity for it
+// is the smaller of its viewer capacity and its Mbit/s capacity over the
+// bitrate.
+func (s *Scaler) SetBitrate(stream int, mbps float64) {
+	if mbps > 0 && !math.IsInf(mbps, 0) {
+		s.bitrate[stream] = mbps
+	}
+}
+
+// Capacity is how many viewers of stream a server holds: its viewer
+// capacity, or its Mbit/s capacity over the stream's bitrate if smaller.
+func (s *Scaler) Capacity(server, stream int) float64 {
+	c := s.capacity[server]
+	if b := s.bitrate[stream]; b > 0 {
+		c = math.Min(c, s.capMbps[server]/b)
+	}
+	return c
+}
+
+// Free reports whether the pool at loc has a server that could take a new
+// relay of stream.
+func (s *Scaler) Free(stream int, loc graph.VertexID) bool {
+	if loc < 0 || int(loc) >= len(s.pools) {
+		return false
+	}
+	return s.pools[loc].PickFunc(s.name(stream), 4, func(m int) bool { return s.usable(m, stream) }) >= 0
+}
+
+// OpenInPool opens a relay of stream on a server of loc's own pool (no
+// reserve overflow); ok is false when the pool has no free server.
+func (s *Scaler) OpenInPool(now time.Time, stream int, loc graph.VertexID, why string) (Decision, bool) {
+	if loc < 0 || int(loc) >= len(s.pools) {
+		return Decision{}, false
+	}
+	m := s.pools[loc].PickFunc(s.name(stream), 4, func(m int) bool { return s.usable(m, stream) })
+	if m < 0 {
+		return Decision{}, false
+	}
+	reason := fmt.Sprintf("stream %s at %s: %s; server %s", s.name(stream), s.locID(loc), why, s.g.Servers()[m].ID)
+	return s.add(now, m, stream, reason), true
 }
 
 // place picks a server for a new relay of stream at one of locs (in
@@ -323,6 +374,31 @@ func (s *Scaler) OpenAt(now time.Time, stream int, loc graph.VertexID, why strin
 	return s.add(now, m, stream, reason+fmt.Sprintf("; server %s", s.g.Servers()[m].ID)), true
 }
 
+// OpenOn opens a relay of stream on a given server (a relay adopted after
+// a change of leader, or placed again on a server that came back). ok is
+// false when the server is down or already has the relay.
+func (s *Scaler) OpenOn(now time.Time, stream, server int, why string) (Decision, bool) {
+	if server < 0 || server >= len(s.down) || s.down[server] {
+		return Decision{}, false
+	}
+	if _, busy := s.relays[[2]int{server, stream}]; busy {
+		return Decision{}, false
+	}
+	reason := fmt.Sprintf("stream %s on %s: %s", s.name(stream), s.g.Servers()[server].ID, why)
+	return s.add(now, server, stream, reason), true
+}
+
+// SetHorizon changes how far ahead load is predicted (the controller
+// matches it to the relays' measured start-up time).
+func (s *Scaler) SetHorizon(h time.Duration) {
+	if h > 0 {
+		s.cfg.Horizon = h
+	}
+}
+
+// Horizon is the prediction horizon in effect.
+func (s *Scaler) Horizon() time.Duration { return s.cfg.Horizon }
+
 // Ready records that a relay finished starting.
 func (s *Scaler) Ready(server, stream int) {
 	if r := s.relays[[2]int{server, stream}]; r != nil && r.state == starting {
@@ -347,8 +423,21 @@ func (s *Scaler) Relays(stream int) int {
 // Predicted returns the total viewers predicted for a server at the
 // horizon, for placement's capacity check.
 func (s *Scaler) Predicted(server int) float64 {
-	p, _, _ := s.srvPred[server].Predict(s.cfg.Horizon)
+	p := s.predict(s.srvPred[server])
 	return p
+}
+
+// predict is p's load at the horizon, its upward curvature extrapolated
+// no further than the present slope: over a horizon as long as a relay's
+// start-up, the square of a step's kink would predict many times the load
+// that comes (the slope at the latest sample already carries the
+// acceleration seen so far).
+func (s *Scaler) predict(p *Predictor) float64 {
+	load, slope, accel := p.Predict(s.cfg.Horizon)
+	if accel > 0 && p.Len() > 0 {
+		load = math.Min(load, p.Last()+math.Max(slope, 0)*s.cfg.Horizon.Seconds())
+	}
+	return load
 }
 
 // Evaluate takes one round of relay samples taken at now, updates the load
@@ -406,7 +495,7 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 		total += r.viewers
 		if r.state != draining {
 			active = append(active, r)
-			capSum += s.capacity[r.server]
+			capSum += s.Capacity(r.server, r.stream)
 		}
 	}
 	// Close drained relays (iterating over a copy: remove edits g.relays).
@@ -423,7 +512,8 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 		}
 	}
 	g.pred.Add(now, total)
-	pred, slope, accel := g.pred.Predict(s.cfg.Horizon)
+	_, slope, accel := g.pred.Predict(s.cfg.Horizon)
+	pred := s.predict(g.pred)
 	want := math.Max(total, pred)
 	n := len(active)
 	if n == 0 {
@@ -441,7 +531,7 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 		need := min(int(math.Ceil(want/high))-n, s.cfg.MaxOpenPerStep)
 		// Prefer the locations where the group's relays are busiest.
 		sort.SliceStable(active, func(i, j int) bool {
-			return active[i].viewers/s.capacity[active[i].server] > active[j].viewers/s.capacity[active[j].server]
+			return active[i].viewers/s.Capacity(active[i].server, active[i].stream) > active[j].viewers/s.Capacity(active[j].server, active[j].stream)
 		})
 		var locs []graph.VertexID
 		seen := map[graph.VertexID]bool{}
@@ -478,24 +568,40 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 		}
 		// Drain down to the count that puts the load half-way between the
 		// watermarks (at least one relay while there are viewers). A relay
-		// that is the last of its stream at its location and still has
-		// viewers stays: it brings the stream close to them.
+		// is drained only where the other relays of its location can hold
+		// that location's viewers below the high watermark: its viewers
+		// then stay near (and the last relay of a location with viewers
+		// stays: it brings the stream close to them). Locations with the
+		// most room go first, and in them the emptiest relays.
 		keep := int(math.Ceil(want / ((s.cfg.High + s.cfg.Low) / 2 * capR)))
 		drain := n - keep
-		perLoc := map[graph.VertexID]int{}
+		locViewers := map[graph.VertexID]float64{}
+		locCap := map[graph.VertexID]float64{}
 		for _, r := range active {
-			perLoc[s.g.Servers()[r.server].Vertex]++
+			v := s.g.Servers()[r.server].Vertex
+			locViewers[v] += r.viewers
+			locCap[v] += s.Capacity(r.server, r.stream)
 		}
-		sort.SliceStable(active, func(i, j int) bool { return active[i].viewers < active[j].viewers })
+		use := func(r *relay) float64 {
+			v := s.g.Servers()[r.server].Vertex
+			return locViewers[v] / locCap[v]
+		}
+		sort.SliceStable(active, func(i, j int) bool {
+			if ui, uj := use(active[i]), use(active[j]); ui != uj {
+				return ui < uj
+			}
+			return active[i].viewers < active[j].viewers
+		})
 		for _, r := range active {
 			if drain <= 0 {
 				break
 			}
 			loc := s.g.Servers()[r.server].Vertex
-			if r.state != ready || now.Sub(r.opened) < s.cfg.MinLifetime || (r.viewers > 0 && perLoc[loc] == 1) {
+			c := s.Capacity(r.server, r.stream)
+			if r.state != ready || now.Sub(r.opened) < s.cfg.MinLifetime || locViewers[loc] > s.cfg.High*(locCap[loc]-c) {
 				continue
 			}
-			perLoc[loc]--
+			locCap[loc] -= c
 			drain--
 			r.state, r.drainAt = draining, now
 			dst = append(dst, Decision{Action: ActionDrain, Server: r.server, Stream: r.stream, Location: loc,
