@@ -216,7 +216,7 @@ func (s *suite) placeAll() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			urls[i], errs[i] = s.m.PlaceOn(s.ctx, s.m.Hosts["view-"+r], RelayOf(r), "rtmp")
+			urls[i], errs[i] = s.m.PlaceOn(s.ctx, s.m.Hosts["view-"+r], Stream, RelayOf(r), "rtmp", 90*time.Second)
 		}()
 	}
 	wg.Wait()
@@ -290,7 +290,7 @@ func (s *suite) probes(ctx context.Context, regions ...string) map[string]*Playe
 // via is a redirector lookup from viewer host v.
 func (s *suite) via(v *Host) func(context.Context) (string, error) {
 	return func(ctx context.Context) (string, error) {
-		ch, err := s.m.Choose(ctx, v, "rtmp")
+		ch, err := s.m.Choose(ctx, v, Stream, "rtmp")
 		return ch.URL, err
 	}
 }
@@ -333,14 +333,14 @@ func (s *suite) relayKill() {
 	sw := s.swarms("relaykill", d)
 	view := s.m.Hosts["view-"+vr]
 	recon := Players(ctx, view, s.urls[vr], s.reconnN, s.via(view))
-	hls := s.hlsViewers()
+	hls := s.hlsViewers(ctx)
 	sleep(ctx, 8*time.Second)
 	killed := time.Now()
 	s.m.Procs[victim].Kill()
 	// The redirector: how long it keeps naming the dead relay.
 	var clean time.Duration = -1
 	_ = waitFor(ctx, 15*time.Second, "redirector clean", func() bool {
-		ch, err := s.m.Choose(ctx, view, "rtmp")
+		ch, err := s.m.Choose(ctx, view, Stream, "rtmp")
 		if err == nil && ch.Relay != victim {
 			clean = time.Since(killed)
 			return true
@@ -367,7 +367,7 @@ func (s *suite) relayKill() {
 	} else {
 		s.add(drill, "redirector stops naming the dead relay", "≤ 3 s", secs(clean), clean <= 3*time.Second)
 	}
-	s.hlsResult(drill, hls)
+	s.hlsResult(drill, vr, hls, killed)
 	cancel()
 	if err := s.m.Restart(victim); err != nil {
 		s.t.Errorf("restarting %s: %v", victim, err)
@@ -376,7 +376,7 @@ func (s *suite) relayKill() {
 	var back time.Duration = -1
 	restarted := time.Now()
 	_ = waitFor(s.ctx, 20*time.Second, "relay placed again", func() bool {
-		ch, err := s.m.Choose(s.ctx, view, "rtmp")
+		ch, err := s.m.Choose(s.ctx, view, Stream, "rtmp")
 		if err == nil && ch.Relay == victim {
 			back = time.Since(restarted)
 			return true
@@ -388,36 +388,59 @@ func (s *suite) relayKill() {
 	} else {
 		s.add(drill, "restarted relay is placed again", "≤ 20 s", secs(back), true)
 	}
-	if u, err := s.m.PlaceOn(s.ctx, view, victim, "rtmp"); err == nil {
+	if u, err := s.m.PlaceOn(s.ctx, view, Stream, victim, "rtmp", 60*time.Second); err == nil {
 		s.urls[vr] = u
 	}
 }
 
-// hlsTool says whether this relaymesh build has `loadtest hls`.
-func (s *suite) hlsTool() bool {
-	out, _ := exec.Command(s.m.Cfg.Bin, "loadtest", "hls", "-h").CombinedOutput()
-	return !strings.Contains(string(out), "usage: relaymesh loadtest rtmp")
-}
-
 type hlsRun struct {
-	skipped string
-	sw      map[string]*Swarm
+	viewers map[string][]*HLSViewer
+	start   time.Time
 }
 
-// hlsViewers starts the HLS viewers (split over eu and as, the relays that
-// stay) when the HLS load tester exists.
-func (s *suite) hlsViewers() hlsRun {
+// hlsViewers starts the HLS viewers, split over the regions' relays.
+func (s *suite) hlsViewers(ctx context.Context) hlsRun {
+	h := hlsRun{viewers: map[string][]*HLSViewer{}, start: time.Now()}
+	for i := 0; i < s.hlsN; i++ {
+		r := Regions[i%len(Regions)]
+		v := &HLSViewer{Host: s.m.Hosts["view-"+r],
+			URL: fmt.Sprintf("http://%s:%d/hls/%s/index.m3u8", s.m.Hosts[RelayOf(r)].Addr, portHTTP, Stream)}
+		h.viewers[r] = append(h.viewers[r], v)
+		go v.Run(ctx)
+	}
+	return h
+}
+
+// hlsResult: the HLS viewers of the relays that stayed lose nothing; those
+// of the killed relay (tied to it by relative URIs) are reported.
+func (s *suite) hlsResult(drill, victim string, h hlsRun, killed time.Time) {
 	if s.hlsN == 0 {
-		return hlsRun{skipped: "0 requested"}
+		return
 	}
-	if !s.hlsTool() {
-		return hlsRun{skipped: "not measured: `relaymesh loadtest hls` is not in this build"}
+	fails, segs, n := 0, 0, 0
+	var stall time.Duration
+	for _, r := range Regions {
+		if r == victim {
+			continue
+		}
+		for _, v := range h.viewers[r] {
+			f, sg, st := v.Stats(h.start, killed, time.Now())
+			fails, segs, stall, n = fails+f, segs+sg, max(stall, st), n+1
+		}
 	}
-	return hlsRun{skipped: "not measured: `relaymesh loadtest hls` exists but the drill does not drive it yet"}
-}
-
-func (s *suite) hlsResult(drill string, h hlsRun) {
-	s.add(drill, fmt.Sprintf("%d HLS viewers of the other relays lose nothing", s.hlsN), "0 failed segment fetches", h.skipped, false)
+	s.add(drill, fmt.Sprintf("%d HLS viewers of the other relays lose nothing", n), "0 failed fetches",
+		fmt.Sprintf("%d failed fetches, %d segments, longest wait for a new segment %s", fails, segs, secs(stall)), fails == 0 && segs > 0)
+	recovered, m := 0, 0
+	for _, v := range h.viewers[victim] {
+		m++
+		if _, _, st := v.Stats(killed, killed, time.Now()); st <= 3*time.Second+2*time.Second {
+			recovered++
+		}
+	}
+	if m > 0 {
+		s.add(drill, fmt.Sprintf("%d HLS viewers of the killed relay get segments again", m), "all; no wait > 5 s for a new segment (2 s segments)",
+			fmt.Sprintf("%d of %d (nothing points them elsewhere; they recover only when the relay is back)", recovered, m), recovered == m)
+	}
 }
 
 // placementsLeader is the NATS node that leads the placements bucket's stream.
@@ -483,6 +506,18 @@ func (s *suite) natsKill() {
 		at = "orch-eu"
 	}
 	mv, err := s.m.MeshView(at)
+	// A decision made with the node down: a new stream's relay opens.
+	pubB := s.m.Publisher(StreamB)
+	pubB.Start(ctx)
+	defer pubB.Stop()
+	var decided time.Duration = -1
+	var why error
+	if why = waitFor(ctx, 15*time.Second, StreamB+" live", func() bool { return s.m.LiveStream("primary", StreamB) }); why == nil {
+		t0 := time.Now()
+		if _, why = s.m.PlaceOn(ctx, s.m.Hosts["view-as"], StreamB, RelayOf("as"), "rtmp", 20*time.Second); why == nil {
+			decided = time.Since(t0)
+		}
+	}
 	up := 0
 	for _, r := range mv.Relays {
 		if r.Status == "up" {
@@ -495,6 +530,12 @@ func (s *suite) natsKill() {
 		"0 s without a leader, no change", fmt.Sprintf("%s without a leader, %d changes", secs(noLeader), changes), noLeader == 0 && changes == 0 && err == nil)
 	s.add(drill, "relays still reported up 14 s after the kill (status writes go on)", "3 of 3",
 		fmt.Sprintf("%d of %d (stream on %d relays)", up, len(mv.Relays), carried), up == 3)
+	if decided < 0 {
+		s.add(drill, "decisions go on: a new stream's relay opens on demand", "≤ 10 s", fmt.Sprintf("not opened (%v)", why), false)
+	} else {
+		s.add(drill, "decisions go on: a new stream's relay opens on demand", "≤ 10 s", secs(decided), decided <= 10*time.Second)
+	}
+	pubB.Stop()
 	if err := s.m.Procs[victim].Start(); err != nil {
 		s.t.Errorf("restarting %s: %v", victim, err)
 	}

@@ -30,8 +30,11 @@ const (
 	portControl = 8090
 )
 
-// Stream is the drills' stream.
-const Stream = "live/drill"
+// Stream is the drills' stream; StreamB a second one some drills start.
+const (
+	Stream  = "live/drill"
+	StreamB = "live/drill-b"
+)
 
 // MeshConfig says what to run.
 type MeshConfig struct {
@@ -95,8 +98,7 @@ func StartMesh(ctx context.Context, n *Net, cfg MeshConfig) (*Mesh, error) {
 			return m, err
 		}
 	}
-	m.Pub = &Publisher{Host: m.Hosts["pub"], URL: fmt.Sprintf("rtmp://%s:%d/%s", m.Hosts["primary"].Addr, portRTMP, Stream),
-		Log: filepath.Join(cfg.Dir, "ffmpeg.log")}
+	m.Pub = m.Publisher(Stream)
 	m.Pub.Start(ctx)
 	if err := waitFor(ctx, 60*time.Second, "stream live on the primary", func() bool {
 		return m.live("primary")
@@ -289,6 +291,12 @@ func (m *Mesh) Restart(id string) error {
 	return waitFor(context.Background(), 30*time.Second, id+" healthy", func() bool { return m.healthy(id) })
 }
 
+// Publisher is a broadcaster of stream to the primary (not started).
+func (m *Mesh) Publisher(stream string) *Publisher {
+	return &Publisher{Host: m.Hosts["pub"], URL: fmt.Sprintf("rtmp://%s:%d/%s", m.Hosts["primary"].Addr, portRTMP, stream),
+		Log: filepath.Join(m.Cfg.Dir, "ffmpeg-"+strings.ReplaceAll(stream, "/", "-")+".log")}
+}
+
 // Close stops every process (the namespaces go with the lab).
 func (m *Mesh) Close() {
 	if m.Pub != nil {
@@ -353,9 +361,12 @@ func (m *Mesh) streams(id string) []streamInfo {
 	return out.Streams
 }
 
-func (m *Mesh) live(id string) bool {
+func (m *Mesh) live(id string) bool { return m.LiveStream(id, Stream) }
+
+// LiveStream reports whether server id has stream with a publisher.
+func (m *Mesh) LiveStream(id, stream string) bool {
 	for _, s := range m.streams(id) {
-		if s.App+"/"+s.Name == Stream && s.Live {
+		if s.App+"/"+s.Name == stream && s.Live {
 			return true
 		}
 	}
@@ -424,13 +435,13 @@ func (m *Mesh) Redirector() string {
 }
 
 // Choose asks the redirector, from viewer host v, where to play over proto.
-func (m *Mesh) Choose(ctx context.Context, v *Host, proto string) (redirector.Choice, error) {
+func (m *Mesh) Choose(ctx context.Context, v *Host, stream, proto string) (redirector.Choice, error) {
 	var ch redirector.Choice
 	base := m.Redirector()
 	if base == "" {
 		return ch, errors.New("no orchestrator running")
 	}
-	req, err := http.NewRequestWithContext(ctx, "GET", base+"/play/"+Stream+"?proto="+url.QueryEscape(proto), nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/play/"+stream+"?proto="+url.QueryEscape(proto), nil)
 	if err != nil {
 		return ch, err
 	}
@@ -447,12 +458,12 @@ func (m *Mesh) Choose(ctx context.Context, v *Host, proto string) (redirector.Ch
 	return ch, json.NewDecoder(resp.Body).Decode(&ch)
 }
 
-// PlaceOn asks the redirector from viewer host v until it names relay,
-// building the demand that opens it; it returns the URL to play.
-func (m *Mesh) PlaceOn(ctx context.Context, v *Host, relay, proto string) (string, error) {
+// PlaceOn asks the redirector from viewer host v until it names relay for
+// stream, building the demand that opens it; it returns the URL to play.
+func (m *Mesh) PlaceOn(ctx context.Context, v *Host, stream, relay, proto string, within time.Duration) (string, error) {
 	var last redirector.Choice
-	err := waitFor(ctx, 90*time.Second, "redirector to name "+relay, func() bool {
-		ch, err := m.Choose(ctx, v, proto)
+	err := waitFor(ctx, within, "redirector to name "+relay, func() bool {
+		ch, err := m.Choose(ctx, v, stream, proto)
 		if err != nil {
 			return false
 		}

@@ -91,7 +91,7 @@ func (p *Player) play(ctx context.Context, raw string) {
 		sleep(ctx, 100*time.Millisecond)
 		return
 	}
-	cc, err := rtmp.DialConn(ctx, nc, u, rtmp.ConnConfig{ReadTimeout: 10 * time.Second, HandshakeTimeout: 3 * time.Second}, nil)
+	cc, err := rtmp.DialConn(ctx, nc, u, rtmp.ConnConfig{ReadTimeout: 30 * time.Second, HandshakeTimeout: 3 * time.Second}, nil)
 	if err != nil {
 		nc.Close()
 		p.fail(err)
