@@ -201,13 +201,14 @@ type Swarm struct {
 
 // StartSwarm runs n RTMP viewers of url from host v for d (connects spread
 // over ramp), with the load tester's JSON report.
-func (m *Mesh) StartSwarm(v *Host, url string, n int, ramp, d time.Duration, tag string) *Swarm {
+func (m *Mesh) StartSwarm(v *Host, url string, n int, ramp, d time.Duration, tag string, extra ...string) *Swarm {
 	s := &Swarm{done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		var out bytes.Buffer
-		cmd := v.NS.Command(m.Cfg.Bin, "loadtest", "rtmp", "--url", url, "--viewers", strconv.Itoa(n),
-			"--ramp", ramp.String(), "--duration", d.String(), "--json", "--per-viewer")
+		args := append([]string{"loadtest", "rtmp", "--url", url, "--viewers", strconv.Itoa(n),
+			"--ramp", ramp.String(), "--duration", d.String(), "--json", "--per-viewer"}, extra...)
+		cmd := v.NS.Command(m.Cfg.Bin, args...)
 		cmd.Stdout = &out
 		lf, err := os.Create(filepath.Join(m.Cfg.Dir, "swarm-"+tag+".log"))
 		if err == nil {
