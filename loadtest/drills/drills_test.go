@@ -42,6 +42,19 @@ func envInt(name string, def int) int {
 	return def
 }
 
+// loadavg is the machine's one-minute load average.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
+}
+
 // skipOrFail skips on a developer's machine and fails in CI.
 func skipOrFail(t *testing.T, format string, args ...any) {
 	t.Helper()
@@ -78,6 +91,8 @@ type suite struct {
 	hlsN    int
 	reconnN int // harness players that reconnect through the redirector
 	urls    map[string]string
+	drops0  map[string]float64 // relays' drop counters when the last swarms started
+	loads   []string           // load average at each drill's start
 }
 
 // TestDrills builds the multi-host mesh and runs every drill in turn.
@@ -186,12 +201,16 @@ func TestDrills(t *testing.T) {
 			t.Errorf("out of time before %s", d.name)
 			break
 		}
-		t.Logf("drill %s", d.name)
+		load := loadavg()
+		t.Logf("drill %s (load average %s)", d.name, load)
+		s.loads = append(s.loads, d.name+" "+load)
 		d.run()
 	}
 	s.leadershipCheck()
-	setup := fmt.Sprintf("This run: latencies by %s; %d RTMP swarm viewers (%d per region), %d reconnecting players, %d HLS viewers requested; `DRILL_RTMP_VIEWERS`, `DRILL_RECONNECT_VIEWERS` and `DRILL_HLS_VIEWERS` change the counts.\n",
-		mode, s.rtmpN/3*3, s.rtmpN/3, s.reconnN, s.hlsN)
+	setup := fmt.Sprintf("This run: latencies by %s; %d RTMP swarm viewers (%d per region), %d reconnecting players, %d HLS viewers; "+
+		"`DRILL_RTMP_VIEWERS`, `DRILL_RECONNECT_VIEWERS` and `DRILL_HLS_VIEWERS` change the counts. "+
+		"Load average (1 min) of the machine at each drill's start: %s.\n",
+		mode, s.rtmpN/3*3, s.rtmpN/3, s.reconnN, s.hlsN, strings.Join(s.loads, ", "))
 	table := s.res.Table()
 	fmt.Println(table)
 	if p := os.Getenv("DRILL_REPORT"); p != "" {
@@ -268,7 +287,9 @@ func (s *suite) swarms(tag string, d time.Duration, regions ...string) map[strin
 		regions = Regions
 	}
 	out := map[string]*Swarm{}
+	s.drops0 = map[string]float64{}
 	for _, r := range regions {
+		s.drops0[r] = s.m.Drops(RelayOf(r))
 		out[r] = s.m.StartSwarm(s.m.Hosts["view-"+r], s.urls[r], s.rtmpN/3, 3*time.Second, d, tag+"-"+r)
 	}
 	return out
@@ -304,7 +325,20 @@ func (s *suite) lossCheck(drill, who string, sw map[string]*Swarm, regions ...st
 		measured += fmt.Sprintf(" (e.g. %.80q)", errs[0])
 	}
 	s.add(drill, who+" stay connected", "0 disconnected", measured, bad == 0 && viewers > 0)
-	s.add(drill, who+": no frames dropped (timestamp gaps)", "0 gaps", fmt.Sprintf("%d gaps over %d viewers", gaps, viewers), gaps == 0 && viewers > 0)
+	dropped, known := 0.0, true
+	for _, r := range regions {
+		d0, d1 := s.drops0[r], s.m.Drops(RelayOf(r))
+		if d0 < 0 || d1 < d0 {
+			known = false // the relay did not answer or restarted
+			continue
+		}
+		dropped += d1 - d0
+	}
+	m := fmt.Sprintf("%d gaps over %d viewers", gaps, viewers)
+	if known {
+		m += fmt.Sprintf("; the relays' drop policy dropped %.0f frames", dropped)
+	}
+	s.add(drill, who+": no frames dropped (timestamp gaps)", "0 gaps", m, gaps == 0 && viewers > 0)
 }
 
 // probes runs a harness player on each region's relay.

@@ -411,6 +411,26 @@ func (m *Mesh) Metric(id, name string) (float64, error) {
 	return 0, fmt.Errorf("%s: no metric %s", id, name)
 }
 
+// Drops is how many frames server id's hub drop policy dropped so far
+// (all classes), -1 if it does not answer.
+func (m *Mesh) Drops(id string) float64 {
+	b, err := m.get(id, portHTTP, "/metrics")
+	if err != nil {
+		return -1
+	}
+	var sum float64
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "relaymesh_hub_frames_dropped_total{") {
+			continue
+		}
+		if i := strings.LastIndexByte(line, ' '); i > 0 {
+			v, _ := strconv.ParseFloat(line[i+1:], 64)
+			sum += v
+		}
+	}
+	return sum
+}
+
 // Leader is the orchestrator that holds the lease ("" if none).
 func (m *Mesh) Leader() string {
 	for _, id := range []string{"orch-eu", "orch-na"} {

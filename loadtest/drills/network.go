@@ -204,7 +204,11 @@ func RegionOf(a net.Addr) string {
 	if err != nil {
 		return ""
 	}
-	b := ap.Addr().Unmap().As4()
+	ip := ap.Addr().Unmap()
+	if !ip.Is4() {
+		return ""
+	}
+	b := ip.As4()
 	if b[0] != 198 || b[1] != 18 || b[2] < 1 || int(b[2]) > len(Regions) {
 		return ""
 	}
