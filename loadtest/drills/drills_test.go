@@ -166,10 +166,15 @@ func TestDrills(t *testing.T) {
 	if netem {
 		mode = "tc netem"
 	}
+	direct := os.Getenv("DRILL_DELAY") == "none"
+	if direct {
+		netem, mode = false, "nothing (DRILL_DELAY=none: no latencies, no proxies)"
+	}
 	t.Logf("lab %s, latencies by %s, logs in %s", lab.Prefix, mode, dir)
 	if n, err = NewNet(ctx, lab, netem); err != nil {
 		t.Fatal(err)
 	}
+	n.Direct = direct
 	start := time.Now()
 	m, err = StartMesh(ctx, n, MeshConfig{Bin: bin, Self: self, Dir: dir, Threshold: 5})
 	if err != nil {

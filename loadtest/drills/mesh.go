@@ -313,7 +313,7 @@ func (m *Mesh) Close() {
 // inner is the address the harness uses for host h's service on port: the
 // loopback listener behind the proxy, or the host's address with netem.
 func (m *Mesh) inner(h *Host, port int) string {
-	if m.Net.Netem || port == portControl {
+	if m.Net.Netem || m.Net.Direct || port == portControl {
 		return fmt.Sprintf("%s:%d", h.Addr, port)
 	}
 	return fmt.Sprintf("127.0.0.1:%d", port)

@@ -52,6 +52,10 @@ type Net struct {
 	// Netem: latencies are tc netem qdiscs on the links. Otherwise every
 	// service is fronted by a DelayProxy in its host's namespace.
 	Netem bool
+	// Direct: no latencies at all and no proxies (services listen on their
+	// hosts' addresses as with netem): checks the netem mode's wiring on a
+	// kernel without sch_netem.
+	Direct bool
 
 	ctx     context.Context
 	routers map[string]*NS
@@ -221,7 +225,7 @@ func RegionOf(a net.Addr) string {
 // gives each client its region's latency.
 func (n *Net) Serve(h *Host, port int) (string, error) {
 	public := net.JoinHostPort(h.Addr, strconv.Itoa(port))
-	if n.Netem {
+	if n.Netem || n.Direct {
 		return public, nil
 	}
 	inner := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))

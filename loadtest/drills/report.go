@@ -96,6 +96,41 @@ own address, linked by veth pairs through a router namespace per region:
 
 `)
 	b.WriteString(setup)
+	b.WriteString(`
+## The drills
+
+1. **relay kill**: swarms on every region's relay, harness players on
+   relay-na that reconnect through ` + "`/play`" + `, HLS viewers on every relay;
+   relay-na is killed (SIGKILL). Time to picture is from the kill to the
+   first video frame on the new connection; the redirector is asked from a
+   na viewer host every 100 ms until it names another server. Then relay-na
+   is started again and asked for until it is named again.
+2. **NATS node kill**: the node leading the placements bucket's stream (the
+   worst single node) is killed under load; the lease, the relays' status
+   reports and a decision (a new stream's relay opened on demand) are
+   checked; the node is started again.
+3. **orchestrator kill**: the orchestrator holding the lease is killed; the
+   other one's leader gauge is polled; the placements it shows before and
+   after are compared; the killed one is started again.
+4. **primary restart**: the primary is killed and started again; ffmpeg
+   reconnects; viewers of the relays must stay connected.
+5. **broadcaster flap**: ffmpeg is killed four times, about 4 s apart.
+6. **region cut**: region as's two router links go down for 10 s, then up.
+
+## Reading the figures
+
+- A gap is a video timestamp jump of more than twice the frame interval
+  (` + "`relaymesh loadtest rtmp`" + `'s count): frames that did not reach the viewer.
+  Beside it, how many frames the relays' drop policy dropped meanwhile: when
+  every viewer of a relay shows the same gaps and the relays dropped frames,
+  the relay dropped for everyone at once (late write rounds on a loaded
+  machine do that). The machine's load average is listed above for that
+  reason; shared 2-core machines give noisier gap figures than the others.
+- With the delay proxy the harness process carries every byte between the
+  hosts, so a loaded machine delays it too; with netem it carries none.
+- **not measured**: what the check needs is not in this build (the check
+  counts as failed until it is).
+`)
 	b.WriteString("\n## Figures\n\n")
 	b.WriteString(r.Table())
 	return os.WriteFile(path, []byte(b.String()), 0o644)
