@@ -718,7 +718,14 @@ func (s *suite) orchestratorKill() {
 	} else {
 		s.add(drill, "the other orchestrator takes over", "≤ 5 s", secs(took), took <= 5*time.Second)
 	}
-	s.add(drill, "no placement lost", "0 lost", fmt.Sprintf("%d lost of %d %v", len(lost), countPlacements(before), lost), err == nil && len(lost) == 0 && countPlacements(before) > 0)
+	m := fmt.Sprintf("%d lost of %d", len(lost), countPlacements(before))
+	if len(lost) > 0 {
+		m += " (" + strings.Join(lost, ", ") + ")"
+	}
+	if err != nil {
+		m += fmt.Sprintf("; mesh view after: %v", err)
+	}
+	s.add(drill, "no placement lost", "0 lost", m, err == nil && len(lost) == 0 && countPlacements(before) > 0)
 	s.add(drill, "viewers' longest stall", "≤ 1 s", strings.Join(stalls, ", "), worstStall <= time.Second)
 	cancel()
 	if err := s.m.RestartOrchestrator(leader); err != nil {
