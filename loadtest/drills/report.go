@@ -130,6 +130,12 @@ own address, linked by veth pairs through a router namespace per region:
   hosts, so a loaded machine delays it too; with netem it carries none.
 - **not measured**: what the check needs is not in this build (the check
   counts as failed until it is).
+- Thresholds from the continuity issue: picture again ≤ 3 s after a relay
+  kill, the redirector clean ≤ 3 s, takeover ≤ 5 s, other viewers lose
+  nothing, no placement lost. The suite sets the others: a restarted relay
+  placed again ≤ 20 s, a decision ≤ 10 s with a NATS node down, no stall
+  over 1 s during a takeover, picture ≤ 3 s after the broadcaster is back,
+  ≤ 5 s after a region heals, its relay reported up ≤ 15 s after the heal.
 `)
 	b.WriteString("\n## Figures\n\n")
 	b.WriteString(r.Table())
