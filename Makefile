@@ -15,7 +15,14 @@ REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 PEER_HLS_VIEWERS  ?= 1,20
 PEER_HLS_DURATION ?= 60s
 
-.PHONY: build run test test-unit fuzz-brief fuzz bench bench-peer bench-peer-hls vet clean image
+# The multi-host drills (loadtest/drills): viewer counts for `make drills`.
+DRILL_RTMP_VIEWERS      ?= 300
+DRILL_HLS_VIEWERS       ?= 20
+DRILL_RECONNECT_VIEWERS ?= 20
+# Where `make drills` writes its table (DRILL_REPORT= for none, e.g. small runs).
+DRILL_REPORT            ?= docs/reliability.md
+
+.PHONY: build run test test-unit fuzz-brief fuzz bench bench-peer bench-peer-hls drills vet clean image
 
 build:
 	$(GO) build $(if $(LDFLAGS),-ldflags "$(LDFLAGS)") -o $(BIN) ./cmd/relaymesh
@@ -34,10 +41,23 @@ vet:
 	$(GO) vet $(PKGS)
 
 # The whole suite: vet, race-enabled tests (including the end-to-end tests
-# with ffmpeg, rtmpdump and Chromium), then every fuzz target briefly.
+# with ffmpeg, rtmpdump and Chromium), then every fuzz target briefly; in CI
+# (CI=true) the multi-host drills too.
 test: vet build
 	$(GO) test -race -timeout 15m $(PKGS)
 	$(MAKE) --no-print-directory fuzz-brief FUZZTIME=$(TESTFUZZTIME)
+	@if [ "$${CI:-}" = true ]; then $(MAKE) --no-print-directory drills; \
+	else echo "drills: not run outside CI (make drills; needs root and iproute2)"; fi
+
+# The multi-host drills: every node in a network namespace of its own, faults
+# injected, figures checked against thresholds and written to
+# docs/reliability.md. Needs root and iproute2: skips with a message
+# otherwise, fails in CI.
+drills: build
+	RELAYMESH_DRILLS=1 RELAYMESH_BIN=$(abspath $(BIN)) DRILL_REPORT=$(if $(DRILL_REPORT),$(abspath $(DRILL_REPORT))) \
+	DRILL_RTMP_VIEWERS=$(DRILL_RTMP_VIEWERS) DRILL_HLS_VIEWERS=$(DRILL_HLS_VIEWERS) \
+	DRILL_RECONNECT_VIEWERS=$(DRILL_RECONNECT_VIEWERS) \
+	$(GO) test -count=1 -v -timeout 14m -run '^TestDrills$$' ./loadtest/drills
 
 fuzz-brief fuzz:
 	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
