@@ -142,6 +142,9 @@ type segmenter struct {
 
 	version uint64 // increases with every change readers can see
 	nalus   [][]byte
+	// partMax is the longest part cut so far on any track, rounded up to
+	// the 10 µs a playlist prints: the PART-TARGET of the whole ladder.
+	partMax time.Duration
 
 	// Hooks for metrics (may be nil).
 	onSegment func(r Rendition, bytes int)
@@ -402,11 +405,13 @@ func (s *segmenter) flushTrack(t *track, asPart bool) {
 		return
 	}
 	if asPart {
+		d := time.Duration(dur) * time.Second / time.Duration(t.timescale)
 		ts.parts = append(ts.parts, &part{
 			data:        ts.data[before:len(ts.data):len(ts.data)],
-			dur:         time.Duration(dur) * time.Second / time.Duration(t.timescale),
+			dur:         d,
 			independent: t.partSync || !t.video,
 		})
+		s.partMax = max(s.partMax, (d+10*time.Microsecond-1).Truncate(10*time.Microsecond))
 		if s.onPart != nil {
 			s.onPart(t.rend)
 		}

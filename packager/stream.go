@@ -34,7 +34,6 @@ type stream struct {
 	stopped bool
 	ast     time.Time // DASH availabilityStartTime: wall clock at media time 0
 	cache   map[string]*rendered
-	partMax [numRenditions]time.Duration // longest part so far (PART-TARGET)
 	segMax  time.Duration                // longest segment so far (TARGETDURATION)
 }
 
