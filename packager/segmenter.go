@@ -411,7 +411,7 @@ func (s *segmenter) flushTrack(t *track, asPart bool) {
 			dur:         d,
 			independent: t.partSync || !t.video,
 		})
-		s.partMax = max(s.partMax, (d+10*time.Microsecond-1).Truncate(10*time.Microsecond))
+		s.partMax = max(s.partMax, (d + 10*time.Microsecond - 1).Truncate(10*time.Microsecond))
 		if s.onPart != nil {
 			s.onPart(t.rend)
 		}

@@ -34,7 +34,7 @@ type stream struct {
 	stopped bool
 	ast     time.Time // DASH availabilityStartTime: wall clock at media time 0
 	cache   map[string]*rendered
-	segMax  time.Duration                // longest segment so far (TARGETDURATION)
+	segMax  time.Duration // longest segment so far (TARGETDURATION)
 }
 
 // rendered is a playlist or manifest rendered once for a version of the stream.
