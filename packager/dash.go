@@ -66,16 +66,25 @@ func (st *stream) manifest(base string) ([]byte, error) {
 		st.segMax = max(st.segMax, time.Duration(seg.dur)*time.Millisecond)
 	}
 
-	mpd := m.NewMPD(m.DYNAMIC_TYPE)
+	var mpd *m.MPD
+	if st.ended {
+		// The stream ended: a static presentation of what is left, up to
+		// the end of the last segment (Period@start keeps its media time).
+		mpd = m.NewMPD(m.STATIC_TYPE)
+		last := segs[len(segs)-1]
+		mpd.MediaPresentationDuration = dur(time.Duration(last.start+last.dur) * time.Millisecond)
+	} else {
+		mpd = m.NewMPD(m.DYNAMIC_TYPE)
+		mpd.AvailabilityStartTime = m.DateTime(ast.UTC().Format("2006-01-02T15:04:05.000Z"))
+		mpd.MinimumUpdatePeriod = dur(segMin)
+		mpd.TimeShiftBufferDepth = dur(window)
+		mpd.SuggestedPresentationDelay = dur(max(3*segMin, 2*st.segMax))
+		mpd.UTCTimings = []*m.DescriptorType{{SchemeIdUri: dashTimeScheme, Value: base + "/dash/time"}}
+	}
 	mpd.Profiles = m.ListOfProfilesType("urn:mpeg:dash:profile:isoff-live:2011")
-	mpd.AvailabilityStartTime = m.DateTime(ast.UTC().Format("2006-01-02T15:04:05.000Z"))
 	mpd.PublishTime = m.DateTime(st.p.now().UTC().Format("2006-01-02T15:04:05.000Z"))
-	mpd.MinimumUpdatePeriod = dur(segMin)
 	mpd.MinBufferTime = dur(2 * segMin)
-	mpd.TimeShiftBufferDepth = dur(window)
-	mpd.SuggestedPresentationDelay = dur(max(3*segMin, 2*st.segMax))
 	mpd.MaxSegmentDuration = dur(st.segMax)
-	mpd.UTCTimings = []*m.DescriptorType{{SchemeIdUri: dashTimeScheme, Value: base + "/dash/time"}}
 
 	for k := 0; k < len(segs); {
 		j := k + 1

@@ -103,7 +103,7 @@ func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) {
 	// current session: behind a discontinuity when the newest listed
 	// segment is of another.
 	hintDisc := ""
-	if ll && segs[len(segs)-1].sess != sess {
+	if ll && !st.ended && segs[len(segs)-1].sess != sess {
 		hintDisc = initName(sess.id, r)
 	}
 	if st.app_.HLS == HLSLowLatency {
@@ -123,7 +123,10 @@ func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) {
 		}
 		pl.ServerControl.PartHoldBack = &hold
 	}
-	if ll {
+	if st.ended {
+		pl.Endlist = true
+	}
+	if ll && !st.ended {
 		next := st.seg.nextMSN
 		nextPart := 0
 		if cur := st.seg.cur; cur != nil && cur.sess == sess {

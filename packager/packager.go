@@ -102,6 +102,34 @@ func (p *Packager) Start(ctx context.Context, app, name string) error {
 	return err
 }
 
+// End ends the packaging of app/name visibly, as when its source ends: the
+// media playlists get EXT-X-ENDLIST and the DASH manifest becomes static,
+// for EndedLinger; then its URLs answer 404 (or start afresh if the source
+// has the stream again). The process calls it when it stops carrying a
+// stream (a relay drained or closed for it), so that players go back to
+// the redirector instead of watching a frozen picture.
+func (p *Packager) End(app, name string) {
+	p.mu.Lock()
+	st := p.streams[app+"/"+name]
+	p.mu.Unlock()
+	if st != nil {
+		st.pumpCancel()
+	}
+}
+
+// EndAll ends every stream being packaged, as End does (a node that drains).
+func (p *Packager) EndAll() {
+	p.mu.Lock()
+	sts := make([]*stream, 0, len(p.streams))
+	for _, st := range p.streams {
+		sts = append(sts, st)
+	}
+	p.mu.Unlock()
+	for _, st := range sts {
+		st.pumpCancel()
+	}
+}
+
 // forget removes a stopped stream so that the next request starts afresh.
 func (p *Packager) forget(st *stream) {
 	key := st.app + "/" + st.name

@@ -27,8 +27,12 @@ func (st *stream) serve(w http.ResponseWriter, r *http.Request, req fileReq) {
 
 // waitError answers a failed wait.
 func waitError(w http.ResponseWriter, err error) {
-	if errors.Is(err, context.Canceled) {
+	switch {
+	case errors.Is(err, context.Canceled):
 		return // the client went away
+	case errors.Is(err, errEnded):
+		httpError(w, http.StatusNotFound, cacheNotFound) // it will never come
+		return
 	}
 	retryLater(w)
 }
@@ -54,7 +58,9 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 		}
 		st.mu.Unlock()
 	}
-	if err := st.waitFor(r.Context(), cond); err != nil {
+	if err := st.waitFor(r.Context(), cond); err != nil && !(errors.Is(err, errEnded) && st.hasComplete()) {
+		// An ended stream answers blocking reloads at once, with its last
+		// playlist (EXT-X-ENDLIST).
 		st.mu.Unlock()
 		waitError(w, err)
 		return
@@ -227,7 +233,7 @@ func (st *stream) lookup(req fileReq) *segment {
 // newest segment's start; st.mu is held.
 func (st *stream) upcoming(req fileReq) bool {
 	sess := st.seg.sess
-	if sess == nil || sess.id != req.sid {
+	if st.ended || sess == nil || sess.id != req.sid {
 		return false
 	}
 	if req.kind != fileSegmentTime {

@@ -125,6 +125,7 @@ func packagerConfig(c config.HLS, log *slog.Logger, reg prometheus.Registerer) (
 	pc := packager.Config{
 		Logger: log, Registerer: reg, Default: packager.AppConfig{HLS: def}, Apps: map[string]packager.AppConfig{},
 		Linger: c.Linger, SegmentMinDuration: c.SegmentMinDuration, PartTarget: c.PartTarget, SegmentCount: c.SegmentCount,
+		EndGrace: c.EndGrace, EndedLinger: c.EndedLinger, PublicBaseURL: c.PublicBaseURL,
 	}
 	for app, f := range c.Apps {
 		hf, err := format(f)
@@ -192,6 +193,9 @@ func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 	go func() {
 		<-ctx.Done()
 		n.http.SetDraining(true)
+		// HLS/DASH players see the end (EXT-X-ENDLIST, a static MPD) and
+		// go back to the redirector, instead of a frozen picture.
+		n.pkg.EndAll()
 	}()
 	err = n.server.Serve(ctx, n.rtmpLn, n.cfg.RTMP.Drain)
 	stopHTTP()

@@ -46,6 +46,16 @@ type HLS struct {
 	PartTarget time.Duration `yaml:"part_target"`
 	// SegmentCount is the number of segments in playlists (default 7).
 	SegmentCount int `yaml:"segment_count"`
+	// EndGrace: a stream without media this long ends visibly (ENDLIST, a
+	// static MPD) (default 5s).
+	EndGrace time.Duration `yaml:"end_grace"`
+	// EndedLinger: an ended stream's playlists are served this long, then
+	// 404 (default 10s).
+	EndedLinger time.Duration `yaml:"ended_linger"`
+	// PublicBaseURL is the scheme://host[:port] players reach this node at,
+	// written into DASH manifests (BaseURL, UTCTiming); default: from the
+	// request (Host, X-Forwarded-Proto/Host).
+	PublicBaseURL string `yaml:"public_base_url"`
 }
 
 // Log configures structured logging.
