@@ -26,7 +26,7 @@ type stream struct {
 	pumpCtx    context.Context
 	pumpCancel context.CancelFunc
 	ready      chan struct{} // closed once subscribed (or failed: see startErr)
-	done   chan struct{} // closed when the pump has stopped
+	done       chan struct{} // closed when the pump has stopped
 
 	startErr   error
 	lastAccess atomic.Int64 // unix nanoseconds
@@ -36,7 +36,7 @@ type stream struct {
 	seg     *segmenter
 	changed chan struct{} // closed and replaced on every change of seg
 	stopped bool
-	ended   bool // the stream ended: playlists carry EXT-X-ENDLIST, the manifest is static
+	ended   bool      // the stream ended: playlists carry EXT-X-ENDLIST, the manifest is static
 	ast     time.Time // DASH availabilityStartTime: wall clock at media time 0
 	cache   map[string]*rendered
 	segMax  time.Duration // longest segment so far (TARGETDURATION)
@@ -61,11 +61,11 @@ func (p *Packager) newStream(app, name string) *stream {
 		cancel:     cancel,
 		pumpCtx:    pctx,
 		pumpCancel: pcancel,
-		ready:   make(chan struct{}),
-		done:    make(chan struct{}),
-		viewers: newViewerSet(p.cfg.ViewerWindow, p.cfg.MaxViewersTracked),
-		changed: make(chan struct{}),
-		cache:   make(map[string]*rendered),
+		ready:      make(chan struct{}),
+		done:       make(chan struct{}),
+		viewers:    newViewerSet(p.cfg.ViewerWindow, p.cfg.MaxViewersTracked),
+		changed:    make(chan struct{}),
+		cache:      make(map[string]*rendered),
 	}
 	hls := st.app_.HLS
 	st.seg = newSegmenter(segmenterConfig{
