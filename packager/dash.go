@@ -13,7 +13,10 @@ import (
 // dashTimeScheme is the UTCTiming scheme of the packager's time endpoint.
 const dashTimeScheme = "urn:mpeg:dash:utc:http-iso:2014"
 
-// baseURL is the scheme and host clients reach the packager at.
+// baseURL is the scheme and host clients reach the packager at: the
+// configured PublicBaseURL, else the request's X-Forwarded-Proto and
+// X-Forwarded-Host (a reverse proxy in front) or its own scheme and Host.
+// Header values that are not a plain scheme or host[:port] are ignored.
 func (p *Packager) baseURL(r *http.Request) string {
 	if p.cfg.PublicBaseURL != "" {
 		return strings.TrimSuffix(p.cfg.PublicBaseURL, "/")
@@ -22,11 +25,27 @@ func (p *Packager) baseURL(r *http.Request) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
+	switch strings.ToLower(firstValue(r.Header.Get("X-Forwarded-Proto"))) {
+	case "http":
+		scheme = "http"
+	case "https":
+		scheme = "https"
+	}
 	host := r.Host
+	if fh := firstValue(r.Header.Get("X-Forwarded-Host")); validHost(fh) {
+		host = fh
+	}
 	if !validHost(host) {
 		host = "localhost"
 	}
 	return scheme + "://" + host
+}
+
+// firstValue is the first element of a comma-separated header value (the
+// proxy nearest the client comes first).
+func firstValue(v string) string {
+	v, _, _ = strings.Cut(v, ",")
+	return strings.TrimSpace(v)
 }
 
 // validHost accepts host[:port] made of the characters a host name or an
@@ -53,6 +72,11 @@ func dur(d time.Duration) *m.Duration { return m.Ptr(m.Duration(d)) }
 // codec parameters) is a Period of its own, starting at the session's first
 // frame: a codec change mid-stream starts a new Period, with its own init
 // segments, and the earlier one stays until its segments leave the window.
+//
+// The manifest carries an absolute BaseURL, the directory of the manifest on
+// this node (base is its scheme and host): a player that reached the
+// manifest through a redirect (the redirector's /play answers 302) resolves
+// the segment URLs against this node, not against the redirector.
 func (st *stream) manifest(base string) ([]byte, error) {
 	segs := st.seg.complete()
 	segMin := st.p.cfg.SegmentMinDuration
@@ -81,6 +105,7 @@ func (st *stream) manifest(base string) ([]byte, error) {
 		mpd.SuggestedPresentationDelay = dur(max(3*segMin, 2*st.segMax))
 		mpd.UTCTimings = []*m.DescriptorType{{SchemeIdUri: dashTimeScheme, Value: base + "/dash/time"}}
 	}
+	mpd.BaseURL = []*m.BaseURLType{{Value: m.AnyURI(base + "/dash/" + st.app + "/" + st.name + "/")}}
 	mpd.Profiles = m.ListOfProfilesType("urn:mpeg:dash:profile:isoff-live:2011")
 	mpd.PublishTime = m.DateTime(st.p.now().UTC().Format("2006-01-02T15:04:05.000Z"))
 	mpd.MinBufferTime = dur(2 * segMin)

@@ -1,6 +1,9 @@
 package packager
 
 import (
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,5 +65,56 @@ func TestManifestPeriodPerSession(t *testing.T) {
 	st.pushAll(synthGOPs(14000, 6, false))
 	if ps := periods(); len(ps) != 1 || ps[0].Id != sid {
 		t.Fatalf("%d periods after the old segments left", len(ps))
+	}
+}
+
+// TestManifestBaseURL: the manifest carries an absolute BaseURL of the node
+// that serves it (from the configured public base URL, else
+// X-Forwarded-Proto/Host, else the request's Host), so that a player that
+// got the manifest through a redirect resolves segment URLs on this node;
+// header values that are not a host are ignored.
+func TestManifestBaseURL(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		public string
+		host   string
+		fwd    map[string]string
+		want   string
+	}{
+		{"host", "", "relay1.example:8080", nil, "http://relay1.example:8080/dash/live/test/"},
+		{"forwarded", "", "10.0.0.5:8080", map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-Host": "edge.example, proxy.local"}, "https://edge.example/dash/live/test/"},
+		{"bad forwarded host", "", "relay1.example", map[string]string{"X-Forwarded-Host": "evil.example/x<", "X-Forwarded-Proto": "gopher"}, "http://relay1.example/dash/live/test/"},
+		{"bad host", "", "a b", nil, "http://localhost/dash/live/test/"},
+		{"configured", "https://r1.example.net/", "10.0.0.5", map[string]string{"X-Forwarded-Host": "edge.example"}, "https://r1.example.net/dash/live/test/"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, src, srv := testServer(t, Config{PublicBaseURL: tc.public})
+			startStream(t, src, srv.URL)
+			req, _ := http.NewRequest("GET", srv.URL+"/dash/live/test/manifest.mpd", nil)
+			req.Host = tc.host
+			for k, v := range tc.fwd {
+				req.Header.Set(k, v)
+			}
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			mpd, err := m.MPDFromBytes(body)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%d %v\n%s", resp.StatusCode, err, body)
+			}
+			if len(mpd.BaseURL) != 1 || string(mpd.BaseURL[0].Value) != tc.want {
+				t.Fatalf("BaseURL %v, want %s\n%s", mpd.BaseURL, tc.want, body)
+			}
+			base := strings.TrimSuffix(tc.want, "/dash/live/test/")
+			if len(mpd.UTCTimings) != 1 || mpd.UTCTimings[0].Value != base+"/dash/time" {
+				t.Fatalf("UTCTiming %+v, want %s/dash/time", mpd.UTCTimings[0], base)
+			}
+			if !strings.Contains(resp.Header.Get("Vary"), "X-Forwarded-Host") {
+				t.Fatalf("Vary %q", resp.Header.Get("Vary"))
+			}
+		})
 	}
 }

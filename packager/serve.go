@@ -108,6 +108,10 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 	}
 	h := w.Header()
 	h.Set("Vary", "Accept-Encoding")
+	if req.kind == fileManifest {
+		// The manifest's BaseURL and UTCTiming name the host asked for.
+		h.Set("Vary", "Accept-Encoding, X-Forwarded-Host, X-Forwarded-Proto")
+	}
 	if gz {
 		h.Set("Content-Encoding", "gzip")
 		h.Set("Content-Length", strconv.Itoa(len(body)))
