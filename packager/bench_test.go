@@ -3,8 +3,8 @@ package packager
 import (
 	"io"
 	"net/http"
-	"strings"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
