@@ -129,7 +129,7 @@ func (st *stream) manifest(base string) ([]byte, error) {
 // period is the Period of a session, listing segs (its listed segments).
 func (st *stream) period(sess *session, segs []*segment) *m.Period {
 	period := m.NewPeriod()
-	period.Id = sess.id
+	period.Id = sess.period
 	period.Start = dur(time.Duration(sess.start) * time.Millisecond)
 	if sess.vc != nil {
 		as := m.NewAdaptationSetWithParams("video", "video/mp4", true, 1)

@@ -20,6 +20,7 @@ type Packager struct {
 
 	mu      sync.Mutex
 	streams map[string]*stream
+	resume  map[string]*resumePoint // where stopped streams left off
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -38,7 +39,7 @@ func New(src Source, cfg Config) (*Packager, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Packager{cfg: cfg, src: src, m: m, now: time.Now, ctx: ctx, cancel: cancel, streams: make(map[string]*stream)}, nil
+	return &Packager{cfg: cfg, src: src, m: m, now: time.Now, ctx: ctx, cancel: cancel, streams: make(map[string]*stream), resume: make(map[string]*resumePoint)}, nil
 }
 
 // Close stops packaging every stream and waits for the pumps to end.
@@ -130,15 +131,44 @@ func (p *Packager) EndAll() {
 	}
 }
 
-// forget removes a stopped stream so that the next request starts afresh.
-func (p *Packager) forget(st *stream) {
+// Resume points are kept this long, for at most this many streams.
+const (
+	resumeFor = time.Hour
+	maxResume = 4096
+)
+
+// forget removes a stopped stream so that the next request starts afresh,
+// and keeps where it left off (rp, may be nil) so that the next run goes on
+// with its timeline.
+func (p *Packager) forget(st *stream, rp *resumePoint) {
 	key := st.app + "/" + st.name
 	p.mu.Lock()
 	if p.streams[key] == st {
 		delete(p.streams, key)
 	}
+	if rp != nil {
+		if len(p.resume) >= maxResume {
+			for k, r := range p.resume {
+				if rp.at.Sub(r.at) > resumeFor || len(p.resume) >= maxResume {
+					delete(p.resume, k)
+				}
+			}
+		}
+		p.resume[key] = rp
+	}
 	p.mu.Unlock()
 	p.m.viewers.DeleteLabelValues(st.app, st.name)
+}
+
+// takeResume returns (and forgets) where the last run of key stopped, if
+// recently; p.mu is held by the caller (newStream runs under it).
+func (p *Packager) takeResume(key string) *resumePoint {
+	rp := p.resume[key]
+	delete(p.resume, key)
+	if rp == nil || p.now().Sub(rp.at) > resumeFor {
+		return nil
+	}
+	return rp
 }
 
 // Streams returns the app/name keys of the streams being packaged.

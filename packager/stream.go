@@ -38,8 +38,11 @@ type stream struct {
 	stopped bool
 	ended   bool      // the stream ended: playlists carry EXT-X-ENDLIST, the manifest is static
 	ast     time.Time // DASH availabilityStartTime: wall clock at media time 0
-	cache   map[string]*rendered
-	segMax  time.Duration // longest segment so far (TARGETDURATION)
+	// resumeAST is the availabilityStartTime of the run this one resumes:
+	// kept when the session id is (the media clock goes on).
+	resumeAST time.Time
+	cache     map[string]*rendered
+	segMax    time.Duration // longest segment so far (TARGETDURATION)
 }
 
 // rendered is a playlist or manifest rendered once for a version of the stream.
@@ -68,6 +71,7 @@ func (p *Packager) newStream(app, name string) *stream {
 		cache:      make(map[string]*rendered),
 	}
 	hls := st.app_.HLS
+	rp := p.takeResume(app + "/" + name)
 	st.seg = newSegmenter(segmenterConfig{
 		segMin:     p.cfg.SegmentMinDuration.Milliseconds(),
 		partTarget: p.cfg.PartTarget.Milliseconds(),
@@ -76,7 +80,10 @@ func (p *Packager) newStream(app, name string) *stream {
 		maxBytes:   p.cfg.MaxSegmentBytes,
 		parts:      hls == HLSLowLatency,
 		ts:         hls == HLSMPEGTS,
-	}, st.log, p.now)
+	}, st.log, p.now, rp)
+	if rp != nil {
+		st.resumeAST = rp.ast
+	}
 	st.seg.onSegment = func(r Rendition, _ int) { p.m.segments.WithLabelValues(r.String()).Inc() }
 	st.seg.onPart = func(r Rendition) { p.m.parts.WithLabelValues(r.String()).Inc() }
 	st.touch()
@@ -177,6 +184,9 @@ func (st *stream) pump(sub Subscription, quiet *time.Timer) error {
 
 // noteChange wakes the waiters; st.mu is held.
 func (st *stream) noteChange() {
+	if st.ast.IsZero() && !st.resumeAST.IsZero() && st.seg.sess != nil && st.seg.resume != nil && st.seg.sess.id == st.seg.resume.sid {
+		st.ast = st.resumeAST
+	}
 	if st.ast.IsZero() && st.seg.cur != nil && len(st.seg.segs) > 1 {
 		// The first segment is complete: the frame that cut it is live
 		// (the hub's GOP cache holds frames from the last keyframe only).
@@ -191,12 +201,16 @@ func (st *stream) noteChange() {
 func (st *stream) stop() {
 	st.cancel()
 	st.mu.Lock()
+	var rp *resumePoint
 	if !st.stopped {
 		st.stopped = true
 		close(st.changed)
+		if rp = st.seg.resumePoint(st.p.now()); rp != nil {
+			rp.ast = st.ast
+		}
 	}
 	st.mu.Unlock()
-	st.p.forget(st)
+	st.p.forget(st, rp)
 }
 
 // armLinger stops the stream once nobody asked for it for Linger.
