@@ -1,13 +1,17 @@
 package packager
 
 import (
+	"context"
+	"io"
 	"net/http"
+	"regexp"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bluenviron/gohlslib/v2/pkg/playlist"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -61,5 +65,76 @@ func TestDASHThroughRedirect(t *testing.T) {
 	defer mu.Unlock()
 	if len(strays) > 0 {
 		t.Errorf("requests that reached the redirector: %v", strays)
+	}
+}
+
+// TestWholeSegmentNeverHeld: an HLS request for a whole segment that is
+// not complete (in progress, or the next one) is answered at once with an
+// uncached 404 instead of being held or streamed for as long as the media
+// lasts (a player timing it would take the link for the segment's
+// bitrate); every segment a playlist lists is complete and served whole at
+// once. The same segment by time (DASH) is still streamed as it grows.
+func TestWholeSegmentNeverHeld(t *testing.T) {
+	for _, format := range []HLSFormat{HLSLowLatency, HLSFMP4, HLSMPEGTS} {
+		t.Run(string(format), func(t *testing.T) {
+			_, src, srv := testServer(t, Config{MaxWait: 5 * time.Second, Default: AppConfig{HLS: format}})
+			// Segment 0 complete, 1 in progress.
+			done := make(chan []byte, 1)
+			go func() {
+				resp, err := http.Get(srv.URL + "/hls/live/test/full.m3u8")
+				if err != nil {
+					done <- nil
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				done <- b
+			}()
+			sub := src.current(t)
+			sub.push(synthGOPs(0, 1, true)...)
+			sub.push(synthGOPs(2000, 1, false)[:20]...)
+			m := regexp.MustCompile(`([0-9a-f]{8})_full_0\.`).FindSubmatch(<-done)
+			if m == nil {
+				t.Fatal("no segment 0 in the playlist")
+			}
+			sid := string(m[1])
+			c := srv.Client()
+			ext := ".m4s"
+			if format == HLSMPEGTS {
+				ext = ".ts"
+			}
+			for _, n := range []string{"1", "2"} {
+				resp, _ := get(t, c, srv.URL+"/hls/live/test/"+sid+"_full_"+n+ext)
+				if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Cache-Control") != cacheNone {
+					t.Fatalf("segment %s (not complete): %d %q", n, resp.StatusCode, resp.Header.Get("Cache-Control"))
+				}
+			}
+			_, body := get(t, c, srv.URL+"/hls/live/test/full.m3u8")
+			var pl playlist.Media
+			if err := pl.Unmarshal(body); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range pl.Segments {
+				resp, b := get(t, c, srv.URL+"/hls/live/test/"+s.URI)
+				if resp.StatusCode != 200 || resp.ContentLength != int64(len(b)) || len(b) == 0 {
+					t.Fatalf("listed %s: %d, Content-Length %d, %d bytes", s.URI, resp.StatusCode, resp.ContentLength, len(b))
+				}
+			}
+			if format == HLSMPEGTS {
+				return
+			}
+			// By time, the segment in progress is streamed (chunked).
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/dash/live/test/"+sid+"_full_t180000.m4s", nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 || resp.ContentLength != -1 {
+				t.Fatalf("DASH segment in progress: %d, Content-Length %d", resp.StatusCode, resp.ContentLength)
+			}
+		})
 	}
 }

@@ -279,11 +279,21 @@ func (st *stream) segmentData(seg *segment, req fileReq) (data []byte, done, ok 
 	return seg.tracks[trackIndex(seg.sess, t)].data, seg.done, true
 }
 
+// serveSegment serves a segment. A segment addressed by number (HLS) is
+// served only once complete: HLS playlists list complete segments only, so
+// only a player guessing ahead asks for one in progress, and holding or
+// streaming it would make its download last as long as its media; a player
+// that times downloads to estimate bandwidth would then settle on the
+// lowest rendition. It gets 404, not cached. A segment addressed by time
+// (DASH $Time$) that has not started yet, or is in progress, is waited for
+// and streamed as it grows (chunked CMAF for low-latency DASH players, which
+// measure throughput by chunk).
 func (st *stream) serveSegment(w http.ResponseWriter, r *http.Request, req fileReq) {
 	var seg *segment
+	byNumber := req.kind != fileSegmentTime
 	err := st.waitFor(r.Context(), func() bool {
 		seg = st.lookup(req)
-		return seg != nil || !st.upcoming(req)
+		return seg != nil || byNumber || !st.upcoming(req)
 	})
 	if err != nil {
 		st.mu.Unlock()
@@ -291,7 +301,12 @@ func (st *stream) serveSegment(w http.ResponseWriter, r *http.Request, req fileR
 		return
 	}
 	if seg == nil {
+		soon := st.upcoming(req)
 		st.mu.Unlock()
+		if soon {
+			httpError(w, http.StatusNotFound, cacheNone)
+			return
+		}
 		httpError(w, http.StatusNotFound, cacheNotFound)
 		return
 	}
@@ -299,6 +314,10 @@ func (st *stream) serveSegment(w http.ResponseWriter, r *http.Request, req fileR
 	st.mu.Unlock()
 	if !ok {
 		httpError(w, http.StatusNotFound, cacheNotFound)
+		return
+	}
+	if !done && byNumber {
+		httpError(w, http.StatusNotFound, cacheNone) // complete soon: not cached
 		return
 	}
 	ctype := ctypeMP4V
@@ -331,6 +350,7 @@ func (st *stream) streamSegment(w http.ResponseWriter, r *http.Request, seg *seg
 		return
 	}
 	rc := http.NewResponseController(w)
+	_ = rc.Flush() // the headers now: the body follows as it is made
 	off := 0
 	deadline := time.Now().Add(st.p.cfg.MaxWait + st.p.cfg.SegmentMinDuration*4)
 	for {
