@@ -106,6 +106,15 @@ func (st *stream) manifest(base string) ([]byte, error) {
 		mpd.UTCTimings = []*m.DescriptorType{{SchemeIdUri: dashTimeScheme, Value: base + "/dash/time"}}
 	}
 	mpd.BaseURL = []*m.BaseURLType{{Value: m.AnyURI(base + "/dash/" + st.app + "/" + st.name + "/")}}
+	if st.lowLatency() {
+		// The latency players aim for (dash.js takes it as its target and
+		// catches up by playback rate): a second and a half behind the
+		// wall clock, chunks being PartTarget long.
+		mpd.ServiceDescription = []*m.ServiceDescriptionType{{
+			Latencies:     []*m.LatencyType{{Target: m.Ptr(uint32(1500)), Min: m.Ptr(uint32(1000)), Max: m.Ptr(uint32(4000))}},
+			PlaybackRates: []*m.PlaybackRateType{{Min: 0.96, Max: 1.04}},
+		}}
+	}
 	mpd.Profiles = m.ListOfProfilesType("urn:mpeg:dash:profile:isoff-live:2011")
 	mpd.PublishTime = m.DateTime(st.p.now().UTC().Format("2006-01-02T15:04:05.000Z"))
 	mpd.MinBufferTime = dur(2 * segMin)
@@ -141,6 +150,12 @@ func (st *stream) period(sess *session, segs []*segment) *m.Period {
 			t := sess.byRend[r]
 			peak, _ := st.seg.bandwidth(r)
 			rep := m.NewVideoRepresentation(r.String(), t.codec, "", "", max(peak, 1), sess.vc.width, sess.vc.height)
+			if t.parts && st.lowLatency() {
+				// full is written in chunks (its parts): a template of its
+				// own, with the low-latency additions.
+				rep.SegmentTemplate = st.template(sess, full, segs, uint64(sess.start)*90)
+				st.chunked(sess, t, rep.SegmentTemplate)
+			}
 			as.AppendRepresentation(rep)
 		}
 		period.AppendAdaptationSet(as)
@@ -149,6 +164,9 @@ func (st *stream) period(sess *session, segs []*segment) *m.Period {
 		as := m.NewAdaptationSetWithParams("audio", "audio/mp4", true, 1)
 		as.Id = m.Ptr(uint32(1))
 		as.SegmentTemplate = st.template(sess, a, segs, uint64(sess.start)*uint64(a.timescale)/1000)
+		if a.parts && st.lowLatency() {
+			st.chunked(sess, a, as.SegmentTemplate)
+		}
 		peak, _ := st.seg.bandwidth(Audio)
 		rep := m.NewAudioRepresentation(Audio.String(), a.codec, "", max(peak, 1), int(a.timescale))
 		rep.AudioChannelConfigurations = []*m.DescriptorType{{
@@ -159,6 +177,47 @@ func (st *stream) period(sess *session, segs []*segment) *m.Period {
 		period.AppendAdaptationSet(as)
 	}
 	return period
+}
+
+// lowLatency reports whether the manifest is low-latency DASH: the app's
+// segments are written in chunks (low-latency HLS parts) and the stream has
+// not ended; st.mu is held.
+func (st *stream) lowLatency() bool { return st.app_.HLS == HLSLowLatency && !st.ended }
+
+// chunked makes tmpl, the template of track t (whose segments are written
+// in chunks, its parts), low-latency DASH: the segment in progress is listed
+// at the end of the timeline (its start is known; its duration is taken to
+// be that of the segment before it, corrected by the next manifest update),
+// and availabilityTimeOffset lets a player ask for a segment as soon as its
+// first chunk is out; the request is held and the segment streamed as its
+// chunks come (chunked CMAF). availabilityTimeComplete="false" tells the
+// player so. st.mu is held.
+func (st *stream) chunked(sess *session, t *track, tmpl *m.SegmentTemplateType) {
+	segMax := max(st.segMax, st.p.cfg.SegmentMinDuration)
+	chunk := max(st.seg.partMax, st.p.cfg.PartTarget)
+	if segMax <= chunk {
+		return
+	}
+	ato := (segMax - chunk).Seconds()
+	tmpl.AvailabilityTimeOffset = m.FloatInf64(float64(int(ato*1000)) / 1000)
+	tmpl.AvailabilityTimeComplete = m.Ptr(false)
+	cur := st.seg.cur
+	tl := tmpl.SegmentTimeline
+	if cur == nil || cur.sess != sess || tl == nil || len(tl.S) == 0 {
+		return
+	}
+	ts := cur.tracks[trackIndex(sess, t)]
+	if !ts.hasStart {
+		return
+	}
+	last := tl.S[len(tl.S)-1]
+	end := *last.T + last.D*uint64(last.R+1)
+	switch {
+	case ts.start == end:
+		last.R++
+	case ts.start > end:
+		tl.S = append(tl.S, &m.S{T: m.Ptr(ts.start), D: last.D})
+	}
 }
 
 // template is the SegmentTemplate of an adaptation set whose timing follows

@@ -118,3 +118,74 @@ func TestManifestBaseURL(t *testing.T) {
 		})
 	}
 }
+
+// TestLowLatencyManifest: for a low-latency app the manifest is low-latency
+// DASH: a ServiceDescription with a latency target; full (written in chunks,
+// its parts) and audio have availabilityTimeOffset, availabilityTimeComplete
+// false and the segment in progress at the end of their timeline (lite and
+// key, whole segments, keep the complete ones only). Other formats, and an
+// ended stream, have none of it.
+func TestLowLatencyManifest(t *testing.T) {
+	for _, format := range []HLSFormat{HLSLowLatency, HLSFMP4} {
+		t.Run(string(format), func(t *testing.T) {
+			st := testStream(t, Config{Default: AppConfig{HLS: format}})
+			st.pushAll(synthGOPs(0, 4, true))         // segments 0-2 complete, 3 in progress
+			st.pushAll(synthGOPs(8000, 1, false)[:1]) // segment 4 begins: 3 complete
+			st.pushAll(synthGOPs(8000, 1, false)[1:20])
+			parse := func() *m.MPD {
+				b, err := st.manifest("http://relay")
+				if err != nil {
+					t.Fatal(err)
+				}
+				mpd, err := m.MPDFromBytes(b)
+				if err != nil {
+					t.Fatalf("%v\n%s", err, b)
+				}
+				return mpd
+			}
+			mpd := parse()
+			ll := format == HLSLowLatency
+			if got := len(mpd.ServiceDescription) == 1 && *mpd.ServiceDescription[0].Latencies[0].Target == 1500; got != ll {
+				t.Fatalf("ServiceDescription %+v", mpd.ServiceDescription)
+			}
+			video, audio := mpd.Periods[0].AdaptationSets[0], mpd.Periods[0].AdaptationSets[1]
+			end := func(tl *m.SegmentTimelineType) uint64 {
+				last := tl.S[len(tl.S)-1]
+				return *last.T + last.D*uint64(last.R)
+			}
+			full := video.Representations[0].SegmentTemplate
+			if !ll {
+				if full != nil || video.SegmentTemplate.AvailabilityTimeOffset != 0 || audio.SegmentTemplate.AvailabilityTimeOffset != 0 {
+					t.Fatal("low-latency attributes in a manifest of format fmp4")
+				}
+				return
+			}
+			for _, tc := range []struct {
+				name string
+				tmpl *m.SegmentTemplateType
+				cur  uint64 // start of the segment in progress, in the template's timescale
+			}{
+				{"full", full, 720000},
+				{"audio", audio.SegmentTemplate, st.seg.cur.track(Audio).start},
+			} {
+				if tc.tmpl == nil || tc.tmpl.AvailabilityTimeOffset < 1 || tc.tmpl.AvailabilityTimeOffset > 1.9 ||
+					tc.tmpl.AvailabilityTimeComplete == nil || *tc.tmpl.AvailabilityTimeComplete {
+					t.Fatalf("%s: template %+v", tc.name, tc.tmpl)
+				}
+				if got := end(tc.tmpl.SegmentTimeline); got != tc.cur {
+					t.Fatalf("%s: the timeline's last segment starts at %d, want the one in progress at %d", tc.name, got, tc.cur)
+				}
+			}
+			if got := end(video.SegmentTemplate.SegmentTimeline); got != 540000 {
+				t.Fatalf("lite and key: last segment at %d, want the last complete one at 540000", got)
+			}
+			if video.Representations[1].SegmentTemplate != nil || video.Representations[2].SegmentTemplate != nil {
+				t.Fatal("lite or key has a template of its own")
+			}
+			st.end()
+			if mpd := parse(); len(mpd.ServiceDescription) != 0 || mpd.Periods[0].AdaptationSets[0].Representations[0].SegmentTemplate != nil {
+				t.Fatal("an ended stream's manifest is still low-latency")
+			}
+		})
+	}
+}
