@@ -112,7 +112,7 @@ func (st *stream) manifest(base string) ([]byte, error) {
 		// wall clock, chunks being PartTarget long.
 		mpd.ServiceDescription = []*m.ServiceDescriptionType{{
 			Latencies:     []*m.LatencyType{{Target: m.Ptr(uint32(1500)), Min: m.Ptr(uint32(1000)), Max: m.Ptr(uint32(4000))}},
-			PlaybackRates: []*m.PlaybackRateType{{Min: 0.96, Max: 1.04}},
+			PlaybackRates: []*m.PlaybackRateType{{Min: 0.9, Max: 1.1}},
 		}}
 	}
 	mpd.Profiles = m.ListOfProfilesType("urn:mpeg:dash:profile:isoff-live:2011")
