@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -357,4 +360,64 @@ func percentiles(d []time.Duration) string {
 	r := func(x time.Duration) time.Duration { return x.Round(time.Millisecond) }
 	return fmt.Sprintf("min %v p50 %v p99 %v max %v (n=%d)",
 		r(slices.Min(d)), r(quantile(d, 0.5)), r(quantile(d, 0.99)), r(slices.Max(d)), len(d))
+}
+
+// TestPlayerLatency plays the relay two hops from the primary with hls.js
+// and dash.js in their default settings (headless Chromium, as in
+// TestBrowserPlayers) and reports how far behind the live edge each plays
+// (hls.js: its latency; dash.js: the wall clock, synchronised by UTCTiming,
+// against the presentation time) over the second half of 20 s of playing.
+// Add the edge's own delay behind the publisher (TestLLHLSLatency,
+// TestLLDASHLatency: ~0.25 s) for glass to glass. It runs with the other
+// latency tests:
+//
+//	RELAYMESH_LATENCY=1 go test -run TestPlayerLatency -v ./cmd/relaymesh/
+func TestPlayerLatency(t *testing.T) {
+	m, _, _ := latencySetup(t)
+	root := repoRoot(t)
+	requireBrowser(t, root)
+	chromium, _ := exec.LookPath("chromium")
+	base := "http://" + m.r2.http
+	waitFor(t, "the multivariant playlist", 20*time.Second, func() bool {
+		resp, err := http.Get(base + "/hls/live/cam/index.m3u8")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	time.Sleep(4 * time.Second)
+	for _, tc := range []struct{ player, url string }{
+		{"hls", base + "/hls/live/cam/index.m3u8"},
+		{"dash", base + "/dash/live/cam/manifest.mpd"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		cmd := exec.CommandContext(ctx, "node", filepath.Join(root, "packager", "browser", "run.mjs"),
+			"--url", tc.url, "--player", tc.player, "--chromium", chromium, "--play", "20")
+		out, err := cmd.Output()
+		cancel()
+		var r struct {
+			OK   bool `json:"ok"`
+			Play *struct {
+				Advanced   float64 `json:"advanced"`
+				MaxStallMs int     `json:"maxStallMs"`
+				Latency    *struct {
+					P50 float64 `json:"p50"`
+					Max float64 `json:"max"`
+				} `json:"latency"`
+			} `json:"play"`
+			Level *struct {
+				Bitrate float64 `json:"bitrate"`
+			} `json:"levelBeforeThrottle"`
+		}
+		if jerr := json.Unmarshal(out, &r); jerr != nil || !r.OK || r.Play == nil || r.Play.Latency == nil {
+			t.Fatalf("%s: %v %v\n%s", tc.player, err, jerr, out)
+		}
+		bitrate := 0.0
+		if r.Level != nil {
+			bitrate = r.Level.Bitrate
+		}
+		t.Logf("%s (default settings) on the relay two hops away: %.2f s behind the live edge (p50), %.2f s at most; longest stall %d ms; on %.0f kbit/s",
+			tc.player, r.Play.Latency.P50, r.Play.Latency.Max, r.Play.MaxStallMs, bitrate/1000)
+	}
 }
