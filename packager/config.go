@@ -30,6 +30,13 @@ type AppConfig struct {
 	// AlwaysOn packages the app's streams from the first request on, even
 	// when nobody watches any more (the linger never expires).
 	AlwaysOn bool
+	// LowLatencyDASH makes the app's DASH manifests low-latency (chunked
+	// CMAF, availabilityTimeOffset, the segment in progress listed, a
+	// latency target of 1.5 s); it needs the llhls format, whose parts are
+	// the chunks. Off by default: dash.js plays ~2 s behind instead of
+	// ~13 s, but on a link that drops fivefold it stalls for ~12 s before
+	// it moves down (docs/hls-dash.md).
+	LowLatencyDASH bool
 }
 
 // Config configures a Packager. The zero value of every field means its

@@ -152,7 +152,10 @@ func (st *stream) period(sess *session, segs []*segment) *m.Period {
 			rep := m.NewVideoRepresentation(r.String(), t.codec, "", "", max(peak, 1), sess.vc.width, sess.vc.height)
 			if t.parts && st.lowLatency() {
 				// full is written in chunks (its parts): a template of its
-				// own, with the low-latency additions.
+				// own, with the low-latency additions. lite and key come
+				// whole when a segment ends: listing their segment in
+				// progress would have a player at the latency target wait
+				// for each one (tried: dash.js stalled on key).
 				rep.SegmentTemplate = st.template(sess, full, segs, uint64(sess.start)*90)
 				st.chunked(sess, t, rep.SegmentTemplate)
 			}
@@ -179,10 +182,12 @@ func (st *stream) period(sess *session, segs []*segment) *m.Period {
 	return period
 }
 
-// lowLatency reports whether the manifest is low-latency DASH: the app's
-// segments are written in chunks (low-latency HLS parts) and the stream has
-// not ended; st.mu is held.
-func (st *stream) lowLatency() bool { return st.app_.HLS == HLSLowLatency && !st.ended }
+// lowLatency reports whether the manifest is low-latency DASH: the app asks
+// for it, its segments are written in chunks (low-latency HLS parts) and
+// the stream has not ended; st.mu is held.
+func (st *stream) lowLatency() bool {
+	return st.app_.LowLatencyDASH && st.app_.HLS == HLSLowLatency && !st.ended
+}
 
 // chunked makes tmpl, the template of track t (whose segments are written
 // in chunks, its parts), low-latency DASH: the segment in progress is listed

@@ -119,19 +119,18 @@ func TestManifestBaseURL(t *testing.T) {
 	}
 }
 
-// TestLowLatencyManifest: for a low-latency app the manifest is low-latency
-// DASH: a ServiceDescription with a latency target; full (written in chunks,
-// its parts) and audio have availabilityTimeOffset, availabilityTimeComplete
-// false and the segment in progress at the end of their timeline (lite and
-// key, whole segments, keep the complete ones only). Other formats, and an
-// ended stream, have none of it.
+// TestLowLatencyManifest: for an app with LowLatencyDASH the manifest is
+// low-latency DASH: a ServiceDescription with a latency target; full
+// (written in chunks, its parts) and audio have availabilityTimeOffset,
+// availabilityTimeComplete false and the segment in progress at the end of
+// their timeline (lite and key, whole segments, keep the complete ones
+// only). Other formats, and an ended stream, have none of it.
 func TestLowLatencyManifest(t *testing.T) {
 	for _, format := range []HLSFormat{HLSLowLatency, HLSFMP4} {
 		t.Run(string(format), func(t *testing.T) {
-			st := testStream(t, Config{Default: AppConfig{HLS: format}})
-			st.pushAll(synthGOPs(0, 4, true))         // segments 0-2 complete, 3 in progress
-			st.pushAll(synthGOPs(8000, 1, false)[:1]) // segment 4 begins: 3 complete
-			st.pushAll(synthGOPs(8000, 1, false)[1:20])
+			st := testStream(t, Config{Default: AppConfig{HLS: format, LowLatencyDASH: true}})
+			st.pushAll(synthGOPs(0, 4, true))          // segments 0-2 complete, 3 in progress
+			st.pushAll(synthGOPs(8000, 1, false)[:20]) // segment 3 complete, 4 in progress
 			parse := func() *m.MPD {
 				b, err := st.manifest("http://relay")
 				if err != nil {
@@ -149,7 +148,7 @@ func TestLowLatencyManifest(t *testing.T) {
 				t.Fatalf("ServiceDescription %+v", mpd.ServiceDescription)
 			}
 			video, audio := mpd.Periods[0].AdaptationSets[0], mpd.Periods[0].AdaptationSets[1]
-			end := func(tl *m.SegmentTimelineType) uint64 {
+			lastStart := func(tl *m.SegmentTimelineType) uint64 {
 				last := tl.S[len(tl.S)-1]
 				return *last.T + last.D*uint64(last.R)
 			}
@@ -172,11 +171,11 @@ func TestLowLatencyManifest(t *testing.T) {
 					tc.tmpl.AvailabilityTimeComplete == nil || *tc.tmpl.AvailabilityTimeComplete {
 					t.Fatalf("%s: template %+v", tc.name, tc.tmpl)
 				}
-				if got := end(tc.tmpl.SegmentTimeline); got != tc.cur {
+				if got := lastStart(tc.tmpl.SegmentTimeline); got != tc.cur {
 					t.Fatalf("%s: the timeline's last segment starts at %d, want the one in progress at %d", tc.name, got, tc.cur)
 				}
 			}
-			if got := end(video.SegmentTemplate.SegmentTimeline); got != 540000 {
+			if got := lastStart(video.SegmentTemplate.SegmentTimeline); got != 540000 {
 				t.Fatalf("lite and key: last segment at %d, want the last complete one at 540000", got)
 			}
 			if video.Representations[1].SegmentTemplate != nil || video.Representations[2].SegmentTemplate != nil {
@@ -187,5 +186,24 @@ func TestLowLatencyManifest(t *testing.T) {
 				t.Fatal("an ended stream's manifest is still low-latency")
 			}
 		})
+	}
+}
+
+// TestLowLatencyDASHOptIn: without LowLatencyDASH an llhls app's manifest
+// is plain live DASH (complete segments, no availabilityTimeOffset).
+func TestLowLatencyDASHOptIn(t *testing.T) {
+	st := testStream(t, Config{})
+	st.pushAll(synthGOPs(0, 4, true))
+	b, err := st.manifest("http://relay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mpd, err := m.MPDFromBytes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := mpd.Periods[0].AdaptationSets[0].SegmentTemplate
+	if len(mpd.ServiceDescription) != 0 || tmpl.AvailabilityTimeOffset != 0 || tmpl.AvailabilityTimeComplete != nil {
+		t.Fatalf("low-latency DASH without LowLatencyDASH:\n%s", b)
 	}
 }

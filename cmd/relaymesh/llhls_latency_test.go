@@ -47,7 +47,15 @@ func latencySetup(t *testing.T) (m *mesh, start time.Time, measure time.Duration
 		}
 		measure = time.Duration(n) * time.Second
 	}
-	m = startMesh(t, 2)
+	// primary → r1 → r2, r2 with low-latency DASH for the app.
+	cfg := filepath.Join(t.TempDir(), "relay.yaml")
+	if err := os.WriteFile(cfg, []byte("hls:\n  dash_low_latency: [live]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m = &mesh{}
+	m.primary = startNode(t, runPrimary, "", "--publish-key", "cam=s3cret")
+	m.r1 = startNode(t, runRelay, "", "--id", "r1", "--location", "eu", "--upstream", "rtmp://"+m.primary.rtmp)
+	m.r2 = startNode(t, runRelay, "", "--config", cfg, "--id", "r2", "--location", "eu", "--upstream", "rtmp://"+m.r1.rtmp)
 	start = time.Now()
 	startPublisher(t, m.publishURL(), measure+30*time.Second, 1500)
 	waitLive(t, m.primary, "live", "cam")

@@ -134,6 +134,14 @@ func packagerConfig(c config.HLS, log *slog.Logger, reg prometheus.Registerer) (
 		}
 		pc.Apps[app] = packager.AppConfig{HLS: hf}
 	}
+	for _, app := range c.DASHLowLatency {
+		ac, ok := pc.Apps[app]
+		if !ok {
+			ac = pc.Default
+		}
+		ac.LowLatencyDASH = true
+		pc.Apps[app] = ac
+	}
 	for _, app := range c.AlwaysOn {
 		ac, ok := pc.Apps[app]
 		if !ok {

@@ -38,6 +38,9 @@ type HLS struct {
 	// AlwaysOn lists applications packaged from the first request on, even
 	// without viewers.
 	AlwaysOn []string `yaml:"always_on"`
+	// DASHLowLatency lists applications whose DASH manifests are
+	// low-latency (chunked CMAF; llhls format only).
+	DASHLowLatency []string `yaml:"dash_low_latency"`
 	// Linger keeps a stream packaged this long after its last request (default 30s).
 	Linger time.Duration `yaml:"linger"`
 	// SegmentMinDuration is the shortest segment (default 1s).
