@@ -207,3 +207,31 @@ func TestLowLatencyDASHOptIn(t *testing.T) {
 		t.Fatalf("low-latency DASH without LowLatencyDASH:\n%s", b)
 	}
 }
+
+// FuzzBaseURL: whatever the Host and X-Forwarded-* headers hold, the base
+// written into manifests is http or https and a plain host[:port].
+func FuzzBaseURL(f *testing.F) {
+	f.Add("relay1.example:8080", "", "")
+	f.Add("10.0.0.5", "edge.example, proxy", "https")
+	f.Add("a b", "evil.example/x<", "gopher")
+	f.Add("[::1]:8080", "", "HTTP")
+	p, err := New(newPushSource(), Config{Logger: discardLogger()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(p.Close)
+	f.Fuzz(func(t *testing.T, host, fwdHost, fwdProto string) {
+		r, _ := http.NewRequest("GET", "http://x/dash/live/test/manifest.mpd", nil)
+		r.Host = host
+		r.Header.Set("X-Forwarded-Host", fwdHost)
+		r.Header.Set("X-Forwarded-Proto", fwdProto)
+		base := p.baseURL(r)
+		rest, ok := strings.CutPrefix(base, "http://")
+		if !ok {
+			rest, ok = strings.CutPrefix(base, "https://")
+		}
+		if !ok || !validHost(rest) {
+			t.Fatalf("base %q from Host %q, X-Forwarded-Host %q, X-Forwarded-Proto %q", base, host, fwdHost, fwdProto)
+		}
+	})
+}
