@@ -1,16 +1,19 @@
 package packager
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	m "github.com/Eyevinn/dash-mpd/mpd"
 	"github.com/bluenviron/gohlslib/v2/pkg/playlist"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -144,5 +147,53 @@ func TestWholeSegmentNeverHeld(t *testing.T) {
 				t.Fatalf("DASH segment in progress: %d, Content-Length %d", resp.StatusCode, resp.ContentLength)
 			}
 		})
+	}
+}
+
+// TestDASHTimeNearSegmentStart: in a low-latency manifest the segment in
+// progress is listed with an assumed duration, so a player's next $Time$
+// for audio can miss the next segment's start by a few AAC frames; such a
+// time names the segment starting nearest it (within a quarter of
+// SegmentMinDuration). Far from any start it is 404, and without
+// low-latency DASH only exact times name segments (a time off the newest
+// segment's start waits for a segment there, and gets none).
+func TestDASHTimeNearSegmentStart(t *testing.T) {
+	for _, ll := range []bool{true, false} {
+		_, src, srv := testServer(t, Config{Default: AppConfig{LowLatencyDASH: ll}})
+		sid, sub := startStream(t, src, srv.URL)
+		sub.push(synthGOPs(2000, 2, false)[1:]...)
+		sub.push(video(6000, keyframe(5000)))
+		c := srv.Client()
+		base := srv.URL + "/dash/live/test/" + sid + "_audio_t"
+		var start uint64
+		waitUntil(t, "audio segment 2 in the manifest", func() bool {
+			_, b := get(t, c, srv.URL+"/dash/live/test/manifest.mpd")
+			mpd, err := m.MPDFromBytes(b)
+			if err != nil {
+				return false
+			}
+			tl := mpd.Periods[0].AdaptationSets[1].SegmentTemplate.SegmentTimeline
+			n := 0
+			for _, s := range tl.S {
+				for r := 0; r <= s.R; r++ {
+					if n == 2 {
+						start = *s.T + uint64(r)*s.D
+					}
+					n++
+				}
+			}
+			return n >= 3 && start > 0
+		})
+		_, exact := get(t, c, base+strconv.FormatUint(start, 10)+".m4s")
+		near, body := get(t, c, base+strconv.FormatUint(start+2048, 10)+".m4s")
+		if ll && (near.StatusCode != 200 || !bytes.Equal(body, exact)) {
+			t.Fatalf("low-latency: a time 2048 samples after the start: %d, %d bytes (the segment has %d)", near.StatusCode, len(body), len(exact))
+		}
+		if !ll && near.StatusCode == 200 {
+			t.Fatal("plain: a time off the start named a segment")
+		}
+		if far, _ := get(t, c, base+strconv.FormatUint(start-44100/2, 10)+".m4s"); far.StatusCode != http.StatusNotFound {
+			t.Fatalf("a time half a second before the start (inside the segment before): %d", far.StatusCode)
+		}
 	}
 }

@@ -223,9 +223,26 @@ func (st *stream) lookup(req fileReq) *segment {
 	if sess == nil || sess.byRend[req.rend] == nil {
 		return nil
 	}
-	i := trackIndex(sess, sess.byRend[req.rend])
+	t := sess.byRend[req.rend]
+	i := trackIndex(sess, t)
 	for _, seg := range st.seg.segs {
 		if seg.sess == sess && seg.tracks[i].hasStart && seg.tracks[i].start == req.n {
+			return seg
+		}
+	}
+	// A low-latency manifest lists the segment in progress with an assumed
+	// duration (the previous one's); audio segments vary by a few AAC
+	// frames, so a player's next $Time$ can miss the next segment's start
+	// by up to ~150 ms until the manifest is updated. Such a time names the
+	// segment starting nearest it, within a quarter of the shortest
+	// segment (segments are at least SegmentMinDuration apart, so no
+	// other segment can be that near).
+	if !st.lowLatency() {
+		return nil
+	}
+	tol := uint64(st.p.cfg.SegmentMinDuration.Seconds() * float64(t.timescale) / 4)
+	for _, seg := range st.seg.segs {
+		if seg.sess == sess && seg.tracks[i].hasStart && absDiff(seg.tracks[i].start, req.n) <= tol {
 			return seg
 		}
 	}
