@@ -1,8 +1,10 @@
 package packager
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -77,3 +79,59 @@ type discardWriter struct {
 func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w *discardWriter) WriteHeader(c int)           { w.code = c }
+
+// BenchmarkServeSegment measures serving a complete segment (~60 kB of
+// synthetic full rendition) and a playlist that every viewer shares: per
+// request, the headers and one write of the shared buffer; nothing copied.
+// "tcp" serves over loopback to a client that reads and discards, through
+// the real net/http response writer.
+func BenchmarkServeSegment(b *testing.B) {
+	src := newPushSource()
+	p, err := New(src, Config{Logger: discardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	h := p.Handler()
+	go func() {
+		sub := src.current(b)
+		sub.push(synthGOPs(0, 3, true)...)
+	}()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/hls/live/test/full.m3u8", nil))
+	m := sidRE.FindStringSubmatch(rec.Body.String())
+	if m == nil {
+		b.Fatalf("playlist: %d %s", rec.Code, rec.Body)
+	}
+	for _, f := range []string{m[1] + "_full_1.m4s", "full.m3u8"} {
+		req := httptest.NewRequest("GET", "/hls/live/test/"+f, nil)
+		b.Run(strings.TrimPrefix(f, m[1]+"_"), func(b *testing.B) {
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for n := 0; n < b.N; n++ {
+				clear(w.h)
+				h.ServeHTTP(w, req)
+				if w.code != 200 {
+					b.Fatalf("status %d", w.code)
+				}
+			}
+		})
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	c := srv.Client()
+	b.Run("tcp", func(b *testing.B) {
+		b.ReportAllocs()
+		var bytes int64
+		for n := 0; n < b.N; n++ {
+			resp, err := c.Get(srv.URL + "/hls/live/test/" + m[1] + "_full_1.m4s")
+			if err != nil {
+				b.Fatal(err)
+			}
+			k, _ := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			bytes += k
+		}
+		b.SetBytes(bytes / int64(b.N))
+	})
+}

@@ -30,6 +30,13 @@ type AppConfig struct {
 	// AlwaysOn packages the app's streams from the first request on, even
 	// when nobody watches any more (the linger never expires).
 	AlwaysOn bool
+	// LowLatencyDASH makes the app's DASH manifests low-latency (chunked
+	// CMAF, availabilityTimeOffset, the segment in progress listed, a
+	// latency target of 1.5 s); it needs the llhls format, whose parts are
+	// the chunks. Off by default: dash.js plays ~2 s behind instead of
+	// ~13 s, but on a link that drops fivefold it stalls for ~12 s before
+	// it moves down (docs/hls-dash.md).
+	LowLatencyDASH bool
 }
 
 // Config configures a Packager. The zero value of every field means its
@@ -49,6 +56,16 @@ type Config struct {
 	// Linger keeps a stream packaged this long after its last HTTP request
 	// (default 30s).
 	Linger time.Duration
+	// EndGrace is how long a stream may go without media (its publisher
+	// left, the upstream was lost, the frames stopped) before the packager
+	// ends it visibly: the media playlists get EXT-X-ENDLIST and the DASH
+	// manifest becomes static (default 5s). A publisher back within it
+	// goes on in the same playlists.
+	EndGrace time.Duration
+	// EndedLinger is how long an ended stream keeps answering with its
+	// ended playlists and manifest (so players reloading them see the end)
+	// before its URLs answer 404 (default 10s).
+	EndedLinger time.Duration
 	// SegmentMinDuration is the shortest segment; segments start at the
 	// first keyframe after it (default 1s).
 	SegmentMinDuration time.Duration
@@ -98,6 +115,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Linger <= 0 {
 		c.Linger = 30 * time.Second
+	}
+	if c.EndGrace <= 0 {
+		c.EndGrace = 5 * time.Second
+	}
+	if c.EndedLinger <= 0 {
+		c.EndedLinger = 10 * time.Second
 	}
 	if c.SegmentMinDuration <= 0 {
 		c.SegmentMinDuration = time.Second

@@ -13,7 +13,10 @@ import (
 // dashTimeScheme is the UTCTiming scheme of the packager's time endpoint.
 const dashTimeScheme = "urn:mpeg:dash:utc:http-iso:2014"
 
-// baseURL is the scheme and host clients reach the packager at.
+// baseURL is the scheme and host clients reach the packager at: the
+// configured PublicBaseURL, else the request's X-Forwarded-Proto and
+// X-Forwarded-Host (a reverse proxy in front) or its own scheme and Host.
+// Header values that are not a plain scheme or host[:port] are ignored.
 func (p *Packager) baseURL(r *http.Request) string {
 	if p.cfg.PublicBaseURL != "" {
 		return strings.TrimSuffix(p.cfg.PublicBaseURL, "/")
@@ -22,11 +25,27 @@ func (p *Packager) baseURL(r *http.Request) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
+	switch strings.ToLower(firstValue(r.Header.Get("X-Forwarded-Proto"))) {
+	case "http":
+		scheme = "http"
+	case "https":
+		scheme = "https"
+	}
 	host := r.Host
+	if fh := firstValue(r.Header.Get("X-Forwarded-Host")); validHost(fh) {
+		host = fh
+	}
 	if !validHost(host) {
 		host = "localhost"
 	}
 	return scheme + "://" + host
+}
+
+// firstValue is the first element of a comma-separated header value (the
+// proxy nearest the client comes first).
+func firstValue(v string) string {
+	v, _, _ = strings.Cut(v, ",")
+	return strings.TrimSpace(v)
 }
 
 // validHost accepts host[:port] made of the characters a host name or an
@@ -53,6 +72,11 @@ func dur(d time.Duration) *m.Duration { return m.Ptr(m.Duration(d)) }
 // codec parameters) is a Period of its own, starting at the session's first
 // frame: a codec change mid-stream starts a new Period, with its own init
 // segments, and the earlier one stays until its segments leave the window.
+//
+// The manifest carries an absolute BaseURL, the directory of the manifest on
+// this node (base is its scheme and host): a player that reached the
+// manifest through a redirect (the redirector's /play answers 302) resolves
+// the segment URLs against this node, not against the redirector.
 func (st *stream) manifest(base string) ([]byte, error) {
 	segs := st.seg.complete()
 	segMin := st.p.cfg.SegmentMinDuration
@@ -66,16 +90,35 @@ func (st *stream) manifest(base string) ([]byte, error) {
 		st.segMax = max(st.segMax, time.Duration(seg.dur)*time.Millisecond)
 	}
 
-	mpd := m.NewMPD(m.DYNAMIC_TYPE)
+	var mpd *m.MPD
+	if st.ended {
+		// The stream ended: a static presentation of what is left, up to
+		// the end of the last segment (Period@start keeps its media time).
+		mpd = m.NewMPD(m.STATIC_TYPE)
+		last := segs[len(segs)-1]
+		mpd.MediaPresentationDuration = dur(time.Duration(last.start+last.dur) * time.Millisecond)
+	} else {
+		mpd = m.NewMPD(m.DYNAMIC_TYPE)
+		mpd.AvailabilityStartTime = m.DateTime(ast.UTC().Format("2006-01-02T15:04:05.000Z"))
+		mpd.MinimumUpdatePeriod = dur(segMin)
+		mpd.TimeShiftBufferDepth = dur(window)
+		mpd.SuggestedPresentationDelay = dur(max(3*segMin, 2*st.segMax))
+		mpd.UTCTimings = []*m.DescriptorType{{SchemeIdUri: dashTimeScheme, Value: base + "/dash/time"}}
+	}
+	mpd.BaseURL = []*m.BaseURLType{{Value: m.AnyURI(base + "/dash/" + st.app + "/" + st.name + "/")}}
+	if st.lowLatency() {
+		// The latency players aim for (dash.js takes it as its target and
+		// catches up by playback rate): a second and a half behind the
+		// wall clock, chunks being PartTarget long.
+		mpd.ServiceDescription = []*m.ServiceDescriptionType{{
+			Latencies:     []*m.LatencyType{{Target: m.Ptr(uint32(1500)), Min: m.Ptr(uint32(1000)), Max: m.Ptr(uint32(4000))}},
+			PlaybackRates: []*m.PlaybackRateType{{Min: 0.9, Max: 1.1}},
+		}}
+	}
 	mpd.Profiles = m.ListOfProfilesType("urn:mpeg:dash:profile:isoff-live:2011")
-	mpd.AvailabilityStartTime = m.DateTime(ast.UTC().Format("2006-01-02T15:04:05.000Z"))
 	mpd.PublishTime = m.DateTime(st.p.now().UTC().Format("2006-01-02T15:04:05.000Z"))
-	mpd.MinimumUpdatePeriod = dur(segMin)
 	mpd.MinBufferTime = dur(2 * segMin)
-	mpd.TimeShiftBufferDepth = dur(window)
-	mpd.SuggestedPresentationDelay = dur(max(3*segMin, 2*st.segMax))
 	mpd.MaxSegmentDuration = dur(st.segMax)
-	mpd.UTCTimings = []*m.DescriptorType{{SchemeIdUri: dashTimeScheme, Value: base + "/dash/time"}}
 
 	for k := 0; k < len(segs); {
 		j := k + 1
@@ -96,7 +139,7 @@ func (st *stream) manifest(base string) ([]byte, error) {
 // period is the Period of a session, listing segs (its listed segments).
 func (st *stream) period(sess *session, segs []*segment) *m.Period {
 	period := m.NewPeriod()
-	period.Id = sess.id
+	period.Id = sess.period
 	period.Start = dur(time.Duration(sess.start) * time.Millisecond)
 	if sess.vc != nil {
 		as := m.NewAdaptationSetWithParams("video", "video/mp4", true, 1)
@@ -108,6 +151,15 @@ func (st *stream) period(sess *session, segs []*segment) *m.Period {
 			t := sess.byRend[r]
 			peak, _ := st.seg.bandwidth(r)
 			rep := m.NewVideoRepresentation(r.String(), t.codec, "", "", max(peak, 1), sess.vc.width, sess.vc.height)
+			if t.parts && st.lowLatency() {
+				// full is written in chunks (its parts): a template of its
+				// own, with the low-latency additions. lite and key come
+				// whole when a segment ends: listing their segment in
+				// progress would have a player at the latency target wait
+				// for each one (tried: dash.js stalled on key).
+				rep.SegmentTemplate = st.template(sess, full, segs, uint64(sess.start)*90)
+				st.chunked(sess, t, rep.SegmentTemplate)
+			}
 			as.AppendRepresentation(rep)
 		}
 		period.AppendAdaptationSet(as)
@@ -116,6 +168,9 @@ func (st *stream) period(sess *session, segs []*segment) *m.Period {
 		as := m.NewAdaptationSetWithParams("audio", "audio/mp4", true, 1)
 		as.Id = m.Ptr(uint32(1))
 		as.SegmentTemplate = st.template(sess, a, segs, uint64(sess.start)*uint64(a.timescale)/1000)
+		if a.parts && st.lowLatency() {
+			st.chunked(sess, a, as.SegmentTemplate)
+		}
 		peak, _ := st.seg.bandwidth(Audio)
 		rep := m.NewAudioRepresentation(Audio.String(), a.codec, "", max(peak, 1), int(a.timescale))
 		rep.AudioChannelConfigurations = []*m.DescriptorType{{
@@ -126,6 +181,49 @@ func (st *stream) period(sess *session, segs []*segment) *m.Period {
 		period.AppendAdaptationSet(as)
 	}
 	return period
+}
+
+// lowLatency reports whether the manifest is low-latency DASH: the app asks
+// for it, its segments are written in chunks (low-latency HLS parts) and
+// the stream has not ended; st.mu is held.
+func (st *stream) lowLatency() bool {
+	return st.app_.LowLatencyDASH && st.app_.HLS == HLSLowLatency && !st.ended
+}
+
+// chunked makes tmpl, the template of track t (whose segments are written
+// in chunks, its parts), low-latency DASH: the segment in progress is listed
+// at the end of the timeline (its start is known; its duration is taken to
+// be that of the segment before it, corrected by the next manifest update),
+// and availabilityTimeOffset lets a player ask for a segment as soon as its
+// first chunk is out; the request is held and the segment streamed as its
+// chunks come (chunked CMAF). availabilityTimeComplete="false" tells the
+// player so. st.mu is held.
+func (st *stream) chunked(sess *session, t *track, tmpl *m.SegmentTemplateType) {
+	segMax := max(st.segMax, st.p.cfg.SegmentMinDuration)
+	chunk := max(st.seg.partMax, st.p.cfg.PartTarget)
+	if segMax <= chunk {
+		return
+	}
+	ato := (segMax - chunk).Seconds()
+	tmpl.AvailabilityTimeOffset = m.FloatInf64(float64(int(ato*1000)) / 1000)
+	tmpl.AvailabilityTimeComplete = m.Ptr(false)
+	cur := st.seg.cur
+	tl := tmpl.SegmentTimeline
+	if cur == nil || cur.sess != sess || tl == nil || len(tl.S) == 0 {
+		return
+	}
+	ts := cur.tracks[trackIndex(sess, t)]
+	if !ts.hasStart {
+		return
+	}
+	last := tl.S[len(tl.S)-1]
+	end := *last.T + last.D*uint64(last.R+1)
+	switch {
+	case ts.start == end:
+		last.R++
+	case ts.start > end:
+		tl.S = append(tl.S, &m.S{T: m.Ptr(ts.start), D: last.D})
+	}
 }
 
 // template is the SegmentTemplate of an adaptation set whose timing follows

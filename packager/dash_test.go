@@ -1,6 +1,9 @@
 package packager
 
 import (
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,4 +66,172 @@ func TestManifestPeriodPerSession(t *testing.T) {
 	if ps := periods(); len(ps) != 1 || ps[0].Id != sid {
 		t.Fatalf("%d periods after the old segments left", len(ps))
 	}
+}
+
+// TestManifestBaseURL: the manifest carries an absolute BaseURL of the node
+// that serves it (from the configured public base URL, else
+// X-Forwarded-Proto/Host, else the request's Host), so that a player that
+// got the manifest through a redirect resolves segment URLs on this node;
+// header values that are not a host are ignored.
+func TestManifestBaseURL(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		public string
+		host   string
+		fwd    map[string]string
+		want   string
+	}{
+		{"host", "", "relay1.example:8080", nil, "http://relay1.example:8080/dash/live/test/"},
+		{"forwarded", "", "10.0.0.5:8080", map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-Host": "edge.example, proxy.local"}, "https://edge.example/dash/live/test/"},
+		{"bad forwarded host", "", "relay1.example", map[string]string{"X-Forwarded-Host": "evil.example/x<", "X-Forwarded-Proto": "gopher"}, "http://relay1.example/dash/live/test/"},
+		{"bad host", "", "a b", nil, "http://localhost/dash/live/test/"},
+		{"configured", "https://r1.example.net/", "10.0.0.5", map[string]string{"X-Forwarded-Host": "edge.example"}, "https://r1.example.net/dash/live/test/"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, src, srv := testServer(t, Config{PublicBaseURL: tc.public})
+			startStream(t, src, srv.URL)
+			req, _ := http.NewRequest("GET", srv.URL+"/dash/live/test/manifest.mpd", nil)
+			req.Host = tc.host
+			for k, v := range tc.fwd {
+				req.Header.Set(k, v)
+			}
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			mpd, err := m.MPDFromBytes(body)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%d %v\n%s", resp.StatusCode, err, body)
+			}
+			if len(mpd.BaseURL) != 1 || string(mpd.BaseURL[0].Value) != tc.want {
+				t.Fatalf("BaseURL %v, want %s\n%s", mpd.BaseURL, tc.want, body)
+			}
+			base := strings.TrimSuffix(tc.want, "/dash/live/test/")
+			if len(mpd.UTCTimings) != 1 || mpd.UTCTimings[0].Value != base+"/dash/time" {
+				t.Fatalf("UTCTiming %+v, want %s/dash/time", mpd.UTCTimings[0], base)
+			}
+			if !strings.Contains(resp.Header.Get("Vary"), "X-Forwarded-Host") {
+				t.Fatalf("Vary %q", resp.Header.Get("Vary"))
+			}
+		})
+	}
+}
+
+// TestLowLatencyManifest: for an app with LowLatencyDASH the manifest is
+// low-latency DASH: a ServiceDescription with a latency target; full
+// (written in chunks, its parts) and audio have availabilityTimeOffset,
+// availabilityTimeComplete false and the segment in progress at the end of
+// their timeline (lite and key, whole segments, keep the complete ones
+// only). Other formats, and an ended stream, have none of it.
+func TestLowLatencyManifest(t *testing.T) {
+	for _, format := range []HLSFormat{HLSLowLatency, HLSFMP4} {
+		t.Run(string(format), func(t *testing.T) {
+			st := testStream(t, Config{Default: AppConfig{HLS: format, LowLatencyDASH: true}})
+			st.pushAll(synthGOPs(0, 4, true))          // segments 0-2 complete, 3 in progress
+			st.pushAll(synthGOPs(8000, 1, false)[:20]) // segment 3 complete, 4 in progress
+			parse := func() *m.MPD {
+				b, err := st.manifest("http://relay")
+				if err != nil {
+					t.Fatal(err)
+				}
+				mpd, err := m.MPDFromBytes(b)
+				if err != nil {
+					t.Fatalf("%v\n%s", err, b)
+				}
+				return mpd
+			}
+			mpd := parse()
+			ll := format == HLSLowLatency
+			if got := len(mpd.ServiceDescription) == 1 && *mpd.ServiceDescription[0].Latencies[0].Target == 1500; got != ll {
+				t.Fatalf("ServiceDescription %+v", mpd.ServiceDescription)
+			}
+			video, audio := mpd.Periods[0].AdaptationSets[0], mpd.Periods[0].AdaptationSets[1]
+			lastStart := func(tl *m.SegmentTimelineType) uint64 {
+				last := tl.S[len(tl.S)-1]
+				return *last.T + last.D*uint64(last.R)
+			}
+			full := video.Representations[0].SegmentTemplate
+			if !ll {
+				if full != nil || video.SegmentTemplate.AvailabilityTimeOffset != 0 || audio.SegmentTemplate.AvailabilityTimeOffset != 0 {
+					t.Fatal("low-latency attributes in a manifest of format fmp4")
+				}
+				return
+			}
+			for _, tc := range []struct {
+				name string
+				tmpl *m.SegmentTemplateType
+				cur  uint64 // start of the segment in progress, in the template's timescale
+			}{
+				{"full", full, 720000},
+				{"audio", audio.SegmentTemplate, st.seg.cur.track(Audio).start},
+			} {
+				if tc.tmpl == nil || tc.tmpl.AvailabilityTimeOffset < 1 || tc.tmpl.AvailabilityTimeOffset > 1.9 ||
+					tc.tmpl.AvailabilityTimeComplete == nil || *tc.tmpl.AvailabilityTimeComplete {
+					t.Fatalf("%s: template %+v", tc.name, tc.tmpl)
+				}
+				if got := lastStart(tc.tmpl.SegmentTimeline); got != tc.cur {
+					t.Fatalf("%s: the timeline's last segment starts at %d, want the one in progress at %d", tc.name, got, tc.cur)
+				}
+			}
+			if got := lastStart(video.SegmentTemplate.SegmentTimeline); got != 540000 {
+				t.Fatalf("lite and key: last segment at %d, want the last complete one at 540000", got)
+			}
+			if video.Representations[1].SegmentTemplate != nil || video.Representations[2].SegmentTemplate != nil {
+				t.Fatal("lite or key has a template of its own")
+			}
+			st.end()
+			if mpd := parse(); len(mpd.ServiceDescription) != 0 || mpd.Periods[0].AdaptationSets[0].Representations[0].SegmentTemplate != nil {
+				t.Fatal("an ended stream's manifest is still low-latency")
+			}
+		})
+	}
+}
+
+// TestLowLatencyDASHOptIn: without LowLatencyDASH an llhls app's manifest
+// is plain live DASH (complete segments, no availabilityTimeOffset).
+func TestLowLatencyDASHOptIn(t *testing.T) {
+	st := testStream(t, Config{})
+	st.pushAll(synthGOPs(0, 4, true))
+	b, err := st.manifest("http://relay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mpd, err := m.MPDFromBytes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := mpd.Periods[0].AdaptationSets[0].SegmentTemplate
+	if len(mpd.ServiceDescription) != 0 || tmpl.AvailabilityTimeOffset != 0 || tmpl.AvailabilityTimeComplete != nil {
+		t.Fatalf("low-latency DASH without LowLatencyDASH:\n%s", b)
+	}
+}
+
+// FuzzBaseURL: whatever the Host and X-Forwarded-* headers hold, the base
+// written into manifests is http or https and a plain host[:port].
+func FuzzBaseURL(f *testing.F) {
+	f.Add("relay1.example:8080", "", "")
+	f.Add("10.0.0.5", "edge.example, proxy", "https")
+	f.Add("a b", "evil.example/x<", "gopher")
+	f.Add("[::1]:8080", "", "HTTP")
+	p, err := New(newPushSource(), Config{Logger: discardLogger()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(p.Close)
+	f.Fuzz(func(t *testing.T, host, fwdHost, fwdProto string) {
+		r, _ := http.NewRequest("GET", "http://x/dash/live/test/manifest.mpd", nil)
+		r.Host = host
+		r.Header.Set("X-Forwarded-Host", fwdHost)
+		r.Header.Set("X-Forwarded-Proto", fwdProto)
+		base := p.baseURL(r)
+		rest, ok := strings.CutPrefix(base, "http://")
+		if !ok {
+			rest, ok = strings.CutPrefix(base, "https://")
+		}
+		if !ok || !validHost(rest) {
+			t.Fatalf("base %q from Host %q, X-Forwarded-Host %q, X-Forwarded-Proto %q", base, host, fwdHost, fwdProto)
+		}
+	})
 }

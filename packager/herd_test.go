@@ -185,8 +185,9 @@ func TestThunderingHerd(t *testing.T) {
 		t.Fatalf("%v renderings of the playlist for %d clients, want 1", got, clients)
 	}
 
-	// 2. The segment in progress: every client streams it from the one buffer.
-	segURL := srv.URL + "/hls/live/test/" + sid + "_full_1.m4s"
+	// 2. The segment in progress (DASH, by time): every client streams it
+	// from the one buffer.
+	segURL := srv.URL + "/dash/live/test/" + sid + "_full_t180000.m4s"
 	segs := make([][]byte, clients)
 	var started sync.WaitGroup
 	started.Add(clients)

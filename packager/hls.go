@@ -103,11 +103,30 @@ func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) {
 	// current session: behind a discontinuity when the newest listed
 	// segment is of another.
 	hintDisc := ""
-	if ll && segs[len(segs)-1].sess != sess {
+	if ll && !st.ended && segs[len(segs)-1].sess != sess {
 		hintDisc = initName(sess.id, r)
 	}
-	if ll {
+	if st.app_.HLS == HLSLowLatency {
+		// Every playlist of a low-latency ladder carries the same LL-HLS
+		// tags, with or without parts of its own: the ladder's PART-TARGET
+		// and a PART-HOLD-BACK (strict players take the part target from
+		// the first playlist they load and require PART-HOLD-BACK in every
+		// playlist then). A rendition without parts (key, lite) holds back
+		// three target durations, what a player needs there to have a
+		// segment in hand (docs/hls-dash.md).
 		pl.Version = 9
+		pt := max(st.seg.partMax, st.p.cfg.PartTarget.Truncate(10*time.Microsecond), 10*time.Microsecond)
+		pl.PartInf = &playlist.MediaPartInf{PartTarget: pt}
+		hold := 3 * pt
+		if !ll {
+			hold = max(hold, 3*time.Duration(pl.TargetDuration)*time.Second)
+		}
+		pl.ServerControl.PartHoldBack = &hold
+	}
+	if st.ended {
+		pl.Endlist = true
+	}
+	if ll && !st.ended {
 		next := st.seg.nextMSN
 		nextPart := 0
 		if cur := st.seg.cur; cur != nil && cur.sess == sess {
@@ -115,10 +134,6 @@ func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) {
 			pl.Parts = st.hlsParts(sess.id, r, cur.msn, parts)
 			next, nextPart = cur.msn, len(parts)
 		}
-		pt := max(st.partMax[r], time.Millisecond)
-		pl.PartInf = &playlist.MediaPartInf{PartTarget: pt}
-		hold := 3 * pt
-		pl.ServerControl.PartHoldBack = &hold
 		pl.PreloadHint = &playlist.MediaPreloadHint{URI: mediaName(sess.id, r, next, nextPart, false)}
 	}
 	if !ts {
@@ -190,13 +205,10 @@ func addMaps(body []byte, maps []string, hint string) []byte {
 	return []byte(b.String())
 }
 
-// hlsParts lists parts, raising the rendition's PART-TARGET to the longest
-// part seen (rounded up to the 10 µs the playlist prints).
+// hlsParts lists parts.
 func (st *stream) hlsParts(sid string, r Rendition, msn uint64, parts []*part) []*playlist.MediaPart {
 	out := make([]*playlist.MediaPart, len(parts))
 	for k, p := range parts {
-		d := (p.dur + 10*time.Microsecond - 1).Truncate(10 * time.Microsecond)
-		st.partMax[r] = max(st.partMax[r], d)
 		out[k] = &playlist.MediaPart{Duration: p.dur, URI: mediaName(sid, r, msn, k, false), Independent: p.independent}
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bluenviron/gohlslib/v2/pkg/playlist"
 	"github.com/relaymesh/relaymesh/internal/av"
@@ -116,9 +117,15 @@ func TestLowLatencyPlaylists(t *testing.T) {
 	audioParts := len(cur.track(Audio).parts)
 
 	full := render(t, st, Full)
+	// The ladder's PART-TARGET: the longest part of any rendition (audio's
+	// parts end on AAC frames, a little over 200 ms).
+	pt := st.seg.partMax
+	if pt < 200*time.Millisecond || pt > 240*time.Millisecond {
+		t.Fatalf("PART-TARGET %v", pt)
+	}
 	for _, want := range []string{
-		"#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=0.60000\n",
-		"#EXT-X-PART-INF:PART-TARGET=0.20000\n",
+		fmt.Sprintf("#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=%.5f\n", (3 * pt).Seconds()),
+		fmt.Sprintf("#EXT-X-PART-INF:PART-TARGET=%.5f\n", pt.Seconds()),
 		fmt.Sprintf("#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"%s_full_5.%d.m4s\"\n", sid, curParts),
 		"#EXT-X-RENDITION-REPORT:URI=\"lite.m3u8\",LAST-MSN=4\n",
 		"#EXT-X-RENDITION-REPORT:URI=\"key.m3u8\",LAST-MSN=4\n",
@@ -140,14 +147,17 @@ func TestLowLatencyPlaylists(t *testing.T) {
 
 	lite := render(t, st, Lite)
 	for _, want := range []string{
-		"#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES\n",
+		// No parts of its own, but the ladder's LL-HLS tags, holding back
+		// three target durations.
+		"#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=6.00000\n",
+		fmt.Sprintf("#EXT-X-PART-INF:PART-TARGET=%.5f\n", pt.Seconds()),
 		fmt.Sprintf("#EXT-X-RENDITION-REPORT:URI=\"full.m3u8\",LAST-MSN=5,LAST-PART=%d\n", curParts-1),
 	} {
 		if !strings.Contains(lite, want) {
 			t.Errorf("lite.m3u8 lacks %q\n%s", want, lite)
 		}
 	}
-	if strings.Contains(lite, "#EXT-X-PART") || strings.Contains(lite, "PRELOAD-HINT") {
+	if strings.Contains(lite, "#EXT-X-PART:") || strings.Contains(lite, "PRELOAD-HINT") {
 		t.Errorf("lite.m3u8 has parts\n%s", lite)
 	}
 

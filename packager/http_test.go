@@ -164,7 +164,7 @@ func TestSlowClient(t *testing.T) {
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetReadBuffer(4096)
 	}
-	_, _ = conn.Write([]byte("GET /hls/live/test/" + sid + "_full_1.m4s HTTP/1.1\r\nHost: x\r\n\r\n"))
+	_, _ = conn.Write([]byte("GET /dash/live/test/" + sid + "_full_t180000.m4s HTTP/1.1\r\nHost: x\r\n\r\n"))
 	// Big frames: megabytes the socket buffers cannot hold.
 	before := closed.Load()
 	done := make(chan struct{})

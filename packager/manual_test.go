@@ -9,6 +9,7 @@ import (
 
 // TestManualServe serves a looped test stream for manual checks:
 // PACKAGER_MANUAL=127.0.0.1:8089 go test -run TestManualServe ./packager/
+// (PACKAGER_MANUAL_LLDASH=1 for low-latency DASH manifests).
 func TestManualServe(t *testing.T) {
 	addr := os.Getenv("PACKAGER_MANUAL")
 	if addr == "" {
@@ -17,7 +18,7 @@ func TestManualServe(t *testing.T) {
 	src := &fakeSource{}
 	src.add("live", "test", &clip{frames: encode(t, 8, "-bf", "3"), burst: 4500 * time.Millisecond, speed: 1})
 	src.add("live", "nob", &clip{frames: encode(t, 8, "-bf", "0"), burst: 4500 * time.Millisecond, speed: 1})
-	p, err := New(src, Config{Apps: map[string]AppConfig{"ts": {HLS: HLSMPEGTS}}})
+	p, err := New(src, Config{Apps: map[string]AppConfig{"ts": {HLS: HLSMPEGTS}}, Default: AppConfig{LowLatencyDASH: os.Getenv("PACKAGER_MANUAL_LLDASH") != ""}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ type Packager struct {
 
 	mu      sync.Mutex
 	streams map[string]*stream
+	resume  map[string]*resumePoint // where stopped streams left off
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -38,7 +39,7 @@ func New(src Source, cfg Config) (*Packager, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Packager{cfg: cfg, src: src, m: m, now: time.Now, ctx: ctx, cancel: cancel, streams: make(map[string]*stream)}, nil
+	return &Packager{cfg: cfg, src: src, m: m, now: time.Now, ctx: ctx, cancel: cancel, streams: make(map[string]*stream), resume: make(map[string]*resumePoint)}, nil
 }
 
 // Close stops packaging every stream and waits for the pumps to end.
@@ -102,15 +103,72 @@ func (p *Packager) Start(ctx context.Context, app, name string) error {
 	return err
 }
 
-// forget removes a stopped stream so that the next request starts afresh.
-func (p *Packager) forget(st *stream) {
+// End ends the packaging of app/name visibly, as when its source ends: the
+// media playlists get EXT-X-ENDLIST and the DASH manifest becomes static,
+// for EndedLinger; then its URLs answer 404 (or start afresh if the source
+// has the stream again). The process calls it when it stops carrying a
+// stream (a relay drained or closed for it), so that players go back to
+// the redirector instead of watching a frozen picture.
+func (p *Packager) End(app, name string) {
+	p.mu.Lock()
+	st := p.streams[app+"/"+name]
+	p.mu.Unlock()
+	if st != nil {
+		st.pumpCancel()
+	}
+}
+
+// EndAll ends every stream being packaged, as End does (a node that drains).
+func (p *Packager) EndAll() {
+	p.mu.Lock()
+	sts := make([]*stream, 0, len(p.streams))
+	for _, st := range p.streams {
+		sts = append(sts, st)
+	}
+	p.mu.Unlock()
+	for _, st := range sts {
+		st.pumpCancel()
+	}
+}
+
+// Resume points are kept this long, for at most this many streams.
+const (
+	resumeFor = time.Hour
+	maxResume = 4096
+)
+
+// forget removes a stopped stream so that the next request starts afresh,
+// and keeps where it left off (rp, may be nil) so that the next run goes on
+// with its timeline.
+func (p *Packager) forget(st *stream, rp *resumePoint) {
 	key := st.app + "/" + st.name
 	p.mu.Lock()
 	if p.streams[key] == st {
 		delete(p.streams, key)
 	}
+	if rp != nil {
+		if len(p.resume) >= maxResume {
+			for k, r := range p.resume {
+				if rp.at.Sub(r.at) > resumeFor || len(p.resume) >= maxResume {
+					delete(p.resume, k)
+				}
+			}
+		}
+		p.resume[key] = rp
+	}
 	p.mu.Unlock()
 	p.m.viewers.DeleteLabelValues(st.app, st.name)
+}
+
+// takeResume returns (and forgets) where the last run of key stopped, if
+// recently; p.mu is held by the caller (newStream runs under it).
+func (p *Packager) takeResume(key string) *resumePoint {
+	rp := p.resume[key]
+	delete(p.resume, key)
+	if rp == nil || p.now().Sub(rp.at) > resumeFor {
+		return nil
+	}
+	return rp
 }
 
 // Streams returns the app/name keys of the streams being packaged.

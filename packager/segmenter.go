@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/relaymesh/relaymesh/internal/av"
@@ -93,6 +94,7 @@ type session struct {
 	ts     [numRenditions]*tsMuxer // MPEG-TS writers, when made
 	start  int64                   // ms
 	disc   int                     // discontinuity sequence number
+	period string                  // DASH Period id: the id, with the run when the id is resumed
 }
 
 // hasRendition reports whether the session offers r.
@@ -142,14 +144,81 @@ type segmenter struct {
 
 	version uint64 // increases with every change readers can see
 	nalus   [][]byte
+	// partMax is the longest part cut so far on any track, rounded up to
+	// the 10 µs a playlist prints: the PART-TARGET of the whole ladder.
+	partMax time.Duration
+
+	// resume, when set, is where an earlier run of the packager for this
+	// stream stopped (see resumePoint); the first session continues it.
+	resume *resumePoint
 
 	// Hooks for metrics (may be nil).
 	onSegment func(r Rendition, bytes int)
 	onPart    func(r Rendition)
 }
 
-func newSegmenter(cfg segmenterConfig, log *slog.Logger, now func() time.Time) *segmenter {
-	return &segmenter{cfg: cfg, log: log, now: now}
+func newSegmenter(cfg segmenterConfig, log *slog.Logger, now func() time.Time, resume *resumePoint) *segmenter {
+	s := &segmenter{cfg: cfg, log: log, now: now, resume: resume}
+	if resume != nil {
+		// One timeline for returning players and caches: the media
+		// sequence goes on, behind a discontinuity (there is a gap).
+		s.nextMSN = resume.nextMSN
+		s.disc = resume.disc + 1
+	}
+	return s
+}
+
+// resumePoint is where a stopped run of a stream's packager left off: the
+// next run goes on with the media sequence, one discontinuity later, and
+// with the same session id when nothing forbids it.
+type resumePoint struct {
+	sid      string
+	period   string
+	nextMSN  uint64
+	disc     int
+	vc, ac   []byte // raw sequence headers of the session
+	lastTime int64  // ms, the newest media time packaged
+	ast      time.Time
+	at       time.Time // when the run stopped
+}
+
+// resumePoint returns where the segmenter stands, or nil before any session.
+func (s *segmenter) resumePoint(now time.Time) *resumePoint {
+	if s.sess == nil {
+		return nil
+	}
+	rp := &resumePoint{sid: s.sess.id, period: s.sess.period, nextMSN: s.nextMSN, disc: s.disc,
+		lastTime: max(s.lastVideo, s.lastAudio), at: now}
+	if s.sess.vc != nil {
+		rp.vc = s.sess.vc.raw
+	}
+	if s.sess.ac != nil {
+		rp.ac = s.sess.ac.raw
+	}
+	return rp
+}
+
+// resumes reports whether a first session with these parameters, starting
+// at ms, may keep the stopped run's session id: same codec parameters (the
+// init segments are the same), and media times past the old ones (so that
+// no file name, $Time$ ones included, can come back with other bytes).
+func (r *resumePoint) resumes(vc *videoConfig, ac *audioConfig, ms int64) bool {
+	return r != nil && (r.vc != nil) == (vc != nil) && (r.ac != nil) == (ac != nil) &&
+		string(r.vc) == string(vcRaw(vc)) && string(r.ac) == string(acRaw(ac)) && ms > r.lastTime
+}
+
+func vcRaw(vc *videoConfig) []byte {
+	if vc == nil {
+		return nil
+	}
+	return vc.raw
+}
+
+func acRaw(ac *audioConfig) []byte {
+	if ac == nil {
+		return nil
+	}
+	return ac.raw
 }
 
 // extender widens 32-bit RTMP timestamps to 64 bits across wrap-arounds.
@@ -402,11 +471,13 @@ func (s *segmenter) flushTrack(t *track, asPart bool) {
 		return
 	}
 	if asPart {
+		d := time.Duration(dur) * time.Second / time.Duration(t.timescale)
 		ts.parts = append(ts.parts, &part{
 			data:        ts.data[before:len(ts.data):len(ts.data)],
-			dur:         time.Duration(dur) * time.Second / time.Duration(t.timescale),
+			dur:         d,
 			independent: t.partSync || !t.video,
 		})
+		s.partMax = max(s.partMax, (d + 10*time.Microsecond - 1).Truncate(10*time.Microsecond))
 		if s.onPart != nil {
 			s.onPart(t.rend)
 		}
@@ -432,8 +503,12 @@ func (s *segmenter) newSession(ms int64) {
 	var id [4]byte
 	_, _ = rand.Read(id[:])
 	sess := &session{id: hex.EncodeToString(id[:]), vc: s.vc, ac: s.acfg, start: ms}
+	sess.period = sess.id
 	if s.sess != nil {
 		s.disc++
+	} else if s.resume.resumes(s.vc, s.acfg, ms) {
+		sess.id = s.resume.sid
+		sess.period = s.resume.sid + "-" + strconv.Itoa(s.disc)
 	}
 	sess.disc = s.disc
 	if s.vc != nil {

@@ -11,7 +11,7 @@ import (
 
 func testSegmenter(parts, ts bool) *segmenter {
 	return newSegmenter(segmenterConfig{segMin: 1000, partTarget: 200, count: 7, keep: 10, maxBytes: 32 << 20, parts: parts, ts: ts},
-		discardLogger(), time.Now)
+		discardLogger(), time.Now, nil)
 }
 
 // samples decodes init+segment and returns the samples of the track.

@@ -27,8 +27,12 @@ func (st *stream) serve(w http.ResponseWriter, r *http.Request, req fileReq) {
 
 // waitError answers a failed wait.
 func waitError(w http.ResponseWriter, err error) {
-	if errors.Is(err, context.Canceled) {
+	switch {
+	case errors.Is(err, context.Canceled):
 		return // the client went away
+	case errors.Is(err, errEnded):
+		httpError(w, http.StatusNotFound, cacheNotFound) // it will never come
+		return
 	}
 	retryLater(w)
 }
@@ -54,7 +58,9 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 		}
 		st.mu.Unlock()
 	}
-	if err := st.waitFor(r.Context(), cond); err != nil {
+	if err := st.waitFor(r.Context(), cond); err != nil && !(errors.Is(err, errEnded) && st.hasComplete()) {
+		// An ended stream answers blocking reloads at once, with its last
+		// playlist (EXT-X-ENDLIST).
 		st.mu.Unlock()
 		waitError(w, err)
 		return
@@ -102,6 +108,10 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 	}
 	h := w.Header()
 	h.Set("Vary", "Accept-Encoding")
+	if req.kind == fileManifest {
+		// The manifest's BaseURL and UTCTiming name the host asked for.
+		h.Set("Vary", "Accept-Encoding, X-Forwarded-Host, X-Forwarded-Proto")
+	}
 	if gz {
 		h.Set("Content-Encoding", "gzip")
 		h.Set("Content-Length", strconv.Itoa(len(body)))
@@ -213,9 +223,26 @@ func (st *stream) lookup(req fileReq) *segment {
 	if sess == nil || sess.byRend[req.rend] == nil {
 		return nil
 	}
-	i := trackIndex(sess, sess.byRend[req.rend])
+	t := sess.byRend[req.rend]
+	i := trackIndex(sess, t)
 	for _, seg := range st.seg.segs {
 		if seg.sess == sess && seg.tracks[i].hasStart && seg.tracks[i].start == req.n {
+			return seg
+		}
+	}
+	// A low-latency manifest lists the segment in progress with an assumed
+	// duration (the previous one's); audio segments vary by a few AAC
+	// frames, so a player's next $Time$ can miss the next segment's start
+	// by up to ~150 ms until the manifest is updated. Such a time names the
+	// segment starting nearest it, within a quarter of the shortest
+	// segment (segments are at least SegmentMinDuration apart, so no
+	// other segment can be that near).
+	if !st.lowLatency() {
+		return nil
+	}
+	tol := uint64(st.p.cfg.SegmentMinDuration.Seconds() * float64(t.timescale) / 4)
+	for _, seg := range st.seg.segs {
+		if seg.sess == sess && seg.tracks[i].hasStart && absDiff(seg.tracks[i].start, req.n) <= tol {
 			return seg
 		}
 	}
@@ -227,7 +254,7 @@ func (st *stream) lookup(req fileReq) *segment {
 // newest segment's start; st.mu is held.
 func (st *stream) upcoming(req fileReq) bool {
 	sess := st.seg.sess
-	if sess == nil || sess.id != req.sid {
+	if st.ended || sess == nil || sess.id != req.sid {
 		return false
 	}
 	if req.kind != fileSegmentTime {
@@ -269,11 +296,21 @@ func (st *stream) segmentData(seg *segment, req fileReq) (data []byte, done, ok 
 	return seg.tracks[trackIndex(seg.sess, t)].data, seg.done, true
 }
 
+// serveSegment serves a segment. A segment addressed by number (HLS) is
+// served only once complete: HLS playlists list complete segments only, so
+// only a player guessing ahead asks for one in progress, and holding or
+// streaming it would make its download last as long as its media; a player
+// that times downloads to estimate bandwidth would then settle on the
+// lowest rendition. It gets 404, not cached. A segment addressed by time
+// (DASH $Time$) that has not started yet, or is in progress, is waited for
+// and streamed as it grows (chunked CMAF for low-latency DASH players, which
+// measure throughput by chunk).
 func (st *stream) serveSegment(w http.ResponseWriter, r *http.Request, req fileReq) {
 	var seg *segment
+	byNumber := req.kind != fileSegmentTime
 	err := st.waitFor(r.Context(), func() bool {
 		seg = st.lookup(req)
-		return seg != nil || !st.upcoming(req)
+		return seg != nil || byNumber || !st.upcoming(req)
 	})
 	if err != nil {
 		st.mu.Unlock()
@@ -281,7 +318,12 @@ func (st *stream) serveSegment(w http.ResponseWriter, r *http.Request, req fileR
 		return
 	}
 	if seg == nil {
+		soon := st.upcoming(req)
 		st.mu.Unlock()
+		if soon {
+			httpError(w, http.StatusNotFound, cacheNone)
+			return
+		}
 		httpError(w, http.StatusNotFound, cacheNotFound)
 		return
 	}
@@ -289,6 +331,10 @@ func (st *stream) serveSegment(w http.ResponseWriter, r *http.Request, req fileR
 	st.mu.Unlock()
 	if !ok {
 		httpError(w, http.StatusNotFound, cacheNotFound)
+		return
+	}
+	if !done && byNumber {
+		httpError(w, http.StatusNotFound, cacheNone) // complete soon: not cached
 		return
 	}
 	ctype := ctypeMP4V
@@ -321,6 +367,7 @@ func (st *stream) streamSegment(w http.ResponseWriter, r *http.Request, seg *seg
 		return
 	}
 	rc := http.NewResponseController(w)
+	_ = rc.Flush() // the headers now: the body follows as it is made
 	off := 0
 	deadline := time.Now().Add(st.p.cfg.MaxWait + st.p.cfg.SegmentMinDuration*4)
 	for {

@@ -21,8 +21,12 @@ type stream struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	ready  chan struct{} // closed once subscribed (or failed: see startErr)
-	done   chan struct{} // closed when the pump has stopped
+	// pumpCtx ends the pump alone: the stream ends visibly (see end) and
+	// serves its ended playlists for EndedLinger before it stops.
+	pumpCtx    context.Context
+	pumpCancel context.CancelFunc
+	ready      chan struct{} // closed once subscribed (or failed: see startErr)
+	done       chan struct{} // closed when the pump has stopped
 
 	startErr   error
 	lastAccess atomic.Int64 // unix nanoseconds
@@ -33,10 +37,13 @@ type stream struct {
 	seg     *segmenter
 	changed chan struct{} // closed and replaced on every change of seg
 	stopped bool
+	ended   bool      // the stream ended: playlists carry EXT-X-ENDLIST, the manifest is static
 	ast     time.Time // DASH availabilityStartTime: wall clock at media time 0
-	cache   map[string]*rendered
-	partMax [numRenditions]time.Duration // longest part so far (PART-TARGET)
-	segMax  time.Duration                // longest segment so far (TARGETDURATION)
+	// resumeAST is the availabilityStartTime of the run this one resumes:
+	// kept when the session id is (the media clock goes on).
+	resumeAST time.Time
+	cache     map[string]*rendered
+	segMax    time.Duration // longest segment so far (TARGETDURATION)
 }
 
 // rendered is a playlist or manifest rendered once for a version of the stream.
@@ -50,19 +57,23 @@ type rendered struct {
 
 func (p *Packager) newStream(app, name string) *stream {
 	ctx, cancel := context.WithCancel(p.ctx)
+	pctx, pcancel := context.WithCancel(ctx)
 	st := &stream{
 		p: p, app: app, name: name, app_: p.cfg.app(app),
-		log:     p.cfg.Logger.With("app", app, "stream", name),
-		ctx:     ctx,
-		cancel:  cancel,
-		ready:   make(chan struct{}),
-		done:    make(chan struct{}),
-		viewers: newViewerSet(p.cfg.ViewerWindow, p.cfg.MaxViewersTracked),
-		changed: make(chan struct{}),
-		cache:   make(map[string]*rendered),
+		log:        p.cfg.Logger.With("app", app, "stream", name),
+		ctx:        ctx,
+		cancel:     cancel,
+		pumpCtx:    pctx,
+		pumpCancel: pcancel,
+		ready:      make(chan struct{}),
+		done:       make(chan struct{}),
+		viewers:    newViewerSet(p.cfg.ViewerWindow, p.cfg.MaxViewersTracked),
+		changed:    make(chan struct{}),
+		cache:      make(map[string]*rendered),
 	}
 	st.audience = newAudience(p.cfg.AudienceWindow, p.cfg.MaxViewersTracked)
 	hls := st.app_.HLS
+	rp := p.takeResume(app + "/" + name)
 	st.seg = newSegmenter(segmenterConfig{
 		segMin:     p.cfg.SegmentMinDuration.Milliseconds(),
 		partTarget: p.cfg.PartTarget.Milliseconds(),
@@ -71,7 +82,10 @@ func (p *Packager) newStream(app, name string) *stream {
 		maxBytes:   p.cfg.MaxSegmentBytes,
 		parts:      hls == HLSLowLatency,
 		ts:         hls == HLSMPEGTS,
-	}, st.log, p.now)
+	}, st.log, p.now, rp)
+	if rp != nil {
+		st.resumeAST = rp.ast
+	}
 	st.seg.onSegment = func(r Rendition, _ int) { p.m.segments.WithLabelValues(r.String()).Inc() }
 	st.seg.onPart = func(r Rendition) { p.m.parts.WithLabelValues(r.String()).Inc() }
 	st.touch()
@@ -96,31 +110,70 @@ func (st *stream) start() {
 	st.log.Info("packaging started")
 	st.p.m.streams.Inc()
 	defer st.p.m.streams.Dec()
-	defer sub.Close()
 	st.armLinger(st.p.cfg.Linger)
-	err = st.pump(sub)
-	st.stop()
-	if err != nil && !errors.Is(err, context.Canceled) {
-		st.log.Info("packaging stopped", "err", err)
-	} else {
-		st.log.Info("packaging stopped")
+	quiet := time.AfterFunc(st.p.cfg.EndGrace, func() {
+		st.log.Info("no media within the end grace: ending the stream", "grace", st.p.cfg.EndGrace)
+		st.pumpCancel()
+	})
+	err = st.pump(sub, quiet)
+	quiet.Stop()
+	sub.Close()
+	if st.ctx.Err() == nil {
+		// Not stopped for want of viewers nor by Close: the source ended,
+		// or End was called. Say so in the playlists, for a while.
+		st.end()
+		if err != nil && !errors.Is(err, context.Canceled) {
+			st.log.Info("stream ended", "err", err)
+		} else {
+			st.log.Info("stream ended")
+		}
+		t := time.NewTimer(st.p.cfg.EndedLinger)
+		select {
+		case <-t.C:
+		case <-st.ctx.Done():
+		}
+		t.Stop()
 	}
+	st.stop()
+	st.log.Info("packaging stopped")
+}
+
+// end marks the stream ended: the segment in progress is closed, media
+// playlists get EXT-X-ENDLIST, the manifest becomes static, waiters wake
+// up.
+func (st *stream) end() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.ended || st.stopped {
+		return
+	}
+	st.ended = true
+	st.seg.endOfStream()
+	st.seg.version++
+	st.noteChange()
 }
 
 // maxBatchBytes bounds the payload read from the hub at once.
 const maxBatchBytes = 1 << 20
 
-func (st *stream) pump(sub Subscription) error {
+// pump feeds the segmenter until the subscription or pumpCtx ends; quiet
+// fires EndGrace after the last media frame.
+func (st *stream) pump(sub Subscription, quiet *time.Timer) error {
 	buf := make([]*av.Frame, 0, 256)
 	for {
-		frames, err := sub.Next(st.ctx, buf, maxBatchBytes)
+		frames, err := sub.Next(st.pumpCtx, buf, maxBatchBytes)
 		if err != nil {
 			return err
 		}
+		media := false
 		st.mu.Lock()
 		v := st.seg.version
 		for _, f := range frames {
 			st.seg.push(f)
+			media = media || ((f.Kind == av.KindVideo || f.Kind == av.KindAudio) && !f.SeqHeader)
+		}
+		if media {
+			quiet.Reset(st.p.cfg.EndGrace)
 		}
 		if st.seg.version != v {
 			st.noteChange()
@@ -133,6 +186,9 @@ func (st *stream) pump(sub Subscription) error {
 
 // noteChange wakes the waiters; st.mu is held.
 func (st *stream) noteChange() {
+	if st.ast.IsZero() && !st.resumeAST.IsZero() && st.seg.sess != nil && st.seg.resume != nil && st.seg.sess.id == st.seg.resume.sid {
+		st.ast = st.resumeAST
+	}
 	if st.ast.IsZero() && st.seg.cur != nil && len(st.seg.segs) > 1 {
 		// The first segment is complete: the frame that cut it is live
 		// (the hub's GOP cache holds frames from the last keyframe only).
@@ -147,12 +203,16 @@ func (st *stream) noteChange() {
 func (st *stream) stop() {
 	st.cancel()
 	st.mu.Lock()
+	var rp *resumePoint
 	if !st.stopped {
 		st.stopped = true
 		close(st.changed)
+		if rp = st.seg.resumePoint(st.p.now()); rp != nil {
+			rp.ast = st.ast
+		}
 	}
 	st.mu.Unlock()
-	st.p.forget(st)
+	st.p.forget(st, rp)
 }
 
 // armLinger stops the stream once nobody asked for it for Linger.
@@ -177,6 +237,10 @@ func (st *stream) armLinger(d time.Duration) {
 // errStopped is returned by waits on a stream that has stopped.
 var errStopped = errors.New("packager: stream stopped")
 
+// errEnded is returned by waits on a stream that has ended (nothing more
+// will come).
+var errEnded = errors.New("packager: stream ended")
+
 // waitFor waits until cond (called with st.mu held) is true, the stream
 // stops, ctx ends or MaxWait passes. It returns with st.mu held.
 func (st *stream) waitFor(ctx context.Context, cond func() bool) error {
@@ -191,6 +255,9 @@ func (st *stream) waitFor(ctx context.Context, cond func() bool) error {
 		}
 		if st.stopped {
 			return errStopped
+		}
+		if st.ended {
+			return errEnded
 		}
 		if timer == nil {
 			timer = time.NewTimer(st.p.cfg.MaxWait)

@@ -68,6 +68,7 @@ type pushSource struct {
 	cond *sync.Cond
 	sub  *pushSub
 	subs int
+	gone bool // the stream is no more: Subscribe answers ErrNotFound
 }
 
 type pushSub struct {
@@ -88,6 +89,9 @@ func (s *pushSource) Subscribe(ctx context.Context, app, name string) (Subscript
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.gone {
+		return nil, fmt.Errorf("%s/%s: %w", app, name, ErrNotFound)
+	}
 	s.sub = &pushSub{ch: make(chan *av.Frame, 100000), closed: make(chan struct{})}
 	s.subs++
 	s.cond.Broadcast()

@@ -3,41 +3,43 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	dashmpd "github.com/Eyevinn/dash-mpd/mpd"
 	"github.com/Eyevinn/mp4ff/mp4"
 	"github.com/bluenviron/gohlslib/v2/pkg/playlist"
 )
 
-// TestLLHLSLatency measures how far behind the publisher a low-latency HLS
-// client of a relay is. ffmpeg publishes in real time (-re) to the primary,
-// so the frame with RTMP timestamp t leaves it no earlier than start + t,
-// start being when ffmpeg was launched. The client behaves as a player at
-// the live edge: a blocking playlist reload for the next part (_HLS_msn,
-// _HLS_part), then that part; when the part's bytes are in, the latency is
-// now − (start + the part's end in media time, from its tfdt and sample
-// durations). Since ffmpeg needs a moment to start, the figure is an upper
-// bound. It also reports now − the part's end by EXT-X-PROGRAM-DATE-TIME
-// (the relay's clock when the segment began), the figure a player shows.
+// The latency tests measure how far behind the publisher a low-latency HLS
+// or DASH client of a relay two hops from the primary (primary → r1 → r2)
+// is. ffmpeg publishes in real time (-re) to the primary, so the frame with
+// RTMP timestamp t leaves it no earlier than start + t, start being when
+// ffmpeg was launched; since ffmpeg needs a moment to start, the figures
+// "behind the publisher" are upper bounds. They take about half a minute
+// each, so they run only when asked:
 //
-// It takes about half a minute, so it runs only when asked:
-//
-//	RELAYMESH_LATENCY=1 go test -run TestLLHLSLatency -v ./cmd/relaymesh/
+//	RELAYMESH_LATENCY=1 go test -run 'TestLLHLSLatency|TestLLDASHLatency' -v ./cmd/relaymesh/
 //
 // RELAYMESH_LATENCY_SECONDS sets the measuring time (default 20).
-func TestLLHLSLatency(t *testing.T) {
+func latencySetup(t *testing.T) (m *mesh, start time.Time, measure time.Duration) {
+	t.Helper()
 	if os.Getenv("RELAYMESH_LATENCY") == "" {
-		t.Skip("set RELAYMESH_LATENCY=1 to measure the LL-HLS latency (about half a minute)")
+		t.Skip("set RELAYMESH_LATENCY=1 to measure the LL-HLS and LL-DASH latency (about half a minute each)")
 	}
 	requireTool(t, "ffmpeg")
-	measure := 20 * time.Second
+	measure = 20 * time.Second
 	if s := os.Getenv("RELAYMESH_LATENCY_SECONDS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 600 {
@@ -45,12 +47,30 @@ func TestLLHLSLatency(t *testing.T) {
 		}
 		measure = time.Duration(n) * time.Second
 	}
-	m := startMesh(t, 1)
-	start := time.Now()
+	// primary → r1 → r2, r2 with low-latency DASH for the app.
+	cfg := filepath.Join(t.TempDir(), "relay.yaml")
+	if err := os.WriteFile(cfg, []byte("hls:\n  dash_low_latency: [live]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m = &mesh{}
+	m.primary = startNode(t, runPrimary, "", "--publish-key", "cam=s3cret")
+	m.r1 = startNode(t, runRelay, "", "--id", "r1", "--location", "eu", "--upstream", "rtmp://"+m.primary.rtmp)
+	m.r2 = startNode(t, runRelay, "", "--config", cfg, "--id", "r2", "--location", "eu", "--upstream", "rtmp://"+m.r1.rtmp)
+	start = time.Now()
 	startPublisher(t, m.publishURL(), measure+30*time.Second, 1500)
 	waitLive(t, m.primary, "live", "cam")
+	return m, start, measure
+}
 
-	base := "http://" + m.r1.http + "/hls/live/cam/"
+// TestLLHLSLatency: the client behaves as a player at the live edge: a
+// blocking playlist reload for the next part (_HLS_msn, _HLS_part), then
+// that part; when the part's bytes are in, the latency is now − (start +
+// the part's end in media time, from its tfdt and sample durations). It
+// also reports now − the part's end by EXT-X-PROGRAM-DATE-TIME (the relay's
+// clock when the segment began), the figure a player shows.
+func TestLLHLSLatency(t *testing.T) {
+	m, start, measure := latencySetup(t)
+	base := "http://" + m.r2.http + "/hls/live/cam/"
 	c := &llClient{t: t, base: base}
 	var pl *playlist.Media
 	waitFor(t, "the full playlist", 20*time.Second, func() bool {
@@ -85,7 +105,7 @@ func TestLLHLSLatency(t *testing.T) {
 	if len(edge) < 10 {
 		t.Fatalf("only %d parts in %v", len(edge), measure)
 	}
-	t.Logf("LL-HLS on a relay, %d parts over %v, PART-TARGET %v, PART-HOLD-BACK %v",
+	t.Logf("LL-HLS on a relay two hops from the primary, %d parts over %v, PART-TARGET %v, PART-HOLD-BACK %v",
 		len(edge), measure, pl.PartInf.PartTarget, *pl.ServerControl.PartHoldBack)
 	t.Logf("newest part received, behind the publisher (upper bound): %s", percentiles(edge))
 	t.Logf("newest part received, behind its PROGRAM-DATE-TIME:       %s", percentiles(pdt))
@@ -93,6 +113,141 @@ func TestLLHLSLatency(t *testing.T) {
 	t.Logf("a player playing PART-HOLD-BACK behind the edge: p50 %v", (quantile(edge, 0.5) + hold).Round(time.Millisecond))
 	if p99 := quantile(edge, 0.99); p99+hold > 3*time.Second {
 		t.Errorf("p99 %v + PART-HOLD-BACK %v is over the 3 s target", p99, hold)
+	}
+}
+
+// TestLLDASHLatency: the client behaves as a low-latency DASH player at the
+// live edge: it reads the manifest, asks for the segment in progress (the
+// last of full's timeline, available availabilityTimeOffset early) and
+// reads it as it is streamed, chunk by chunk (moof+mdat). For each chunk
+// in, the latency is now − (start + the chunk's end in media time), and
+// now − the chunk's end by the DASH wall clock (availabilityStartTime +
+// Period@start + media time − presentationTimeOffset), the figure a player
+// synchronised by UTCTiming shows. The segment in progress when the client
+// comes is not counted (its first chunks are as old as the segment).
+func TestLLDASHLatency(t *testing.T) {
+	m, start, measure := latencySetup(t)
+	c := &llClient{t: t, base: "http://" + m.r2.http + "/dash/live/cam/"}
+	var mpd *dashmpd.MPD
+	var tmpl *dashmpd.SegmentTemplateType
+	waitFor(t, "a low-latency manifest", 20*time.Second, func() bool {
+		b, err := c.fetch("manifest.mpd")
+		if err != nil {
+			return false
+		}
+		mpd, err = dashmpd.MPDFromBytes(b)
+		if err != nil || len(mpd.Periods) == 0 {
+			return false
+		}
+		tmpl = fullTemplate(mpd)
+		return tmpl != nil && tmpl.AvailabilityTimeOffset > 0
+	})
+	init := c.get(strings.ReplaceAll(tmpl.Initialization, "$RepresentationID$", "full"))
+	t.Logf("LL-DASH: availabilityTimeOffset %v, latency target %d ms", float64(tmpl.AvailabilityTimeOffset), *mpd.ServiceDescription[0].Latencies[0].Target)
+
+	var edge, wall []time.Duration
+	deadline := time.Now().Add(measure)
+	var done uint64 // the last segment read
+	first := true
+	for time.Now().Before(deadline) {
+		b, err := c.fetch("manifest.mpd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mpd, err = dashmpd.MPDFromBytes(b); err != nil {
+			t.Fatal(err)
+		}
+		period := mpd.Periods[len(mpd.Periods)-1]
+		tmpl = fullTemplate(mpd)
+		last := tmpl.SegmentTimeline.S[len(tmpl.SegmentTimeline.S)-1]
+		segT := *last.T + last.D*uint64(last.R)
+		if segT <= done {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		done = segT
+		ast, err := time.Parse(time.RFC3339Nano, string(mpd.AvailabilityStartTime))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := time.Duration(*tmpl.Timescale)
+		origin := ast.Add(time.Duration(*period.Start)).Add(-time.Duration(*tmpl.PresentationTimeOffset) * time.Second / ts)
+		uri := strings.NewReplacer("$RepresentationID$", "full", "$Time$", strconv.FormatUint(segT, 10)).Replace(tmpl.Media)
+		warmup := first // the segment in progress when the client came: its first chunks are old
+		first = false
+		c.chunks(uri, func(chunk []byte) {
+			if warmup {
+				return
+			}
+			now := time.Now()
+			end := mediaEnd(t, init, chunk)
+			edge = append(edge, now.Sub(start.Add(end)))
+			wall = append(wall, now.Sub(origin.Add(end)))
+		})
+	}
+	if len(edge) < 10 {
+		t.Fatalf("only %d chunks in %v", len(edge), measure)
+	}
+	t.Logf("LL-DASH on a relay two hops from the primary, %d chunks over %v", len(edge), measure)
+	t.Logf("newest chunk received, behind the publisher (upper bound): %s", percentiles(edge))
+	t.Logf("newest chunk received, behind the DASH wall clock:         %s", percentiles(wall))
+	target := time.Duration(*mpd.ServiceDescription[0].Latencies[0].Target) * time.Millisecond
+	t.Logf("a player at the manifest's latency target is %v behind the wall clock; the chunks are %v behind it (p99)", target, quantile(wall, 0.99).Round(time.Millisecond))
+	if p99 := quantile(wall, 0.99); p99 > target {
+		t.Errorf("p99 %v behind the wall clock: a player at the %v target would stall", p99, target)
+	}
+}
+
+// fullTemplate returns the SegmentTemplate of the full representation.
+func fullTemplate(mpd *dashmpd.MPD) *dashmpd.SegmentTemplateType {
+	p := mpd.Periods[len(mpd.Periods)-1]
+	for _, as := range p.AdaptationSets {
+		for _, r := range as.Representations {
+			if r.Id == "full" && r.SegmentTemplate != nil {
+				return r.SegmentTemplate
+			}
+		}
+	}
+	return nil
+}
+
+// chunks reads a segment as it is streamed and calls fn with each
+// moof+mdat chunk as soon as it is complete.
+func (c *llClient) chunks(path string, fn func([]byte)) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		c.t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	var chunk []byte
+	hdr := make([]byte, 8)
+	for {
+		if _, err := io.ReadFull(resp.Body, hdr); err != nil {
+			return
+		}
+		size := int(binary.BigEndian.Uint32(hdr))
+		if size < 8 || size > 32<<20 {
+			c.t.Fatalf("%s: box of %d bytes", path, size)
+		}
+		box := make([]byte, size)
+		copy(box, hdr)
+		if _, err := io.ReadFull(resp.Body, box[8:]); err != nil {
+			return
+		}
+		chunk = append(chunk, box...)
+		if string(hdr[4:8]) == "mdat" {
+			fn(chunk)
+			chunk = nil
+		}
 	}
 }
 
@@ -213,4 +368,64 @@ func percentiles(d []time.Duration) string {
 	r := func(x time.Duration) time.Duration { return x.Round(time.Millisecond) }
 	return fmt.Sprintf("min %v p50 %v p99 %v max %v (n=%d)",
 		r(slices.Min(d)), r(quantile(d, 0.5)), r(quantile(d, 0.99)), r(slices.Max(d)), len(d))
+}
+
+// TestPlayerLatency plays the relay two hops from the primary with hls.js
+// and dash.js in their default settings (headless Chromium, as in
+// TestBrowserPlayers) and reports how far behind the live edge each plays
+// (hls.js: its latency; dash.js: the wall clock, synchronised by UTCTiming,
+// against the presentation time) over the second half of 20 s of playing.
+// Add the edge's own delay behind the publisher (TestLLHLSLatency,
+// TestLLDASHLatency: ~0.25 s) for glass to glass. It runs with the other
+// latency tests:
+//
+//	RELAYMESH_LATENCY=1 go test -run TestPlayerLatency -v ./cmd/relaymesh/
+func TestPlayerLatency(t *testing.T) {
+	m, _, _ := latencySetup(t)
+	root := repoRoot(t)
+	requireBrowser(t, root)
+	chromium, _ := exec.LookPath("chromium")
+	base := "http://" + m.r2.http
+	waitFor(t, "the multivariant playlist", 20*time.Second, func() bool {
+		resp, err := http.Get(base + "/hls/live/cam/index.m3u8")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	time.Sleep(4 * time.Second)
+	for _, tc := range []struct{ player, url string }{
+		{"hls", base + "/hls/live/cam/index.m3u8"},
+		{"dash", base + "/dash/live/cam/manifest.mpd"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		cmd := exec.CommandContext(ctx, "node", filepath.Join(root, "packager", "browser", "run.mjs"),
+			"--url", tc.url, "--player", tc.player, "--chromium", chromium, "--play", "20")
+		out, err := cmd.Output()
+		cancel()
+		var r struct {
+			OK   bool `json:"ok"`
+			Play *struct {
+				Advanced   float64 `json:"advanced"`
+				MaxStallMs int     `json:"maxStallMs"`
+				Latency    *struct {
+					P50 float64 `json:"p50"`
+					Max float64 `json:"max"`
+				} `json:"latency"`
+			} `json:"play"`
+			Level *struct {
+				Bitrate float64 `json:"bitrate"`
+			} `json:"levelBeforeThrottle"`
+		}
+		if jerr := json.Unmarshal(out, &r); jerr != nil || !r.OK || r.Play == nil || r.Play.Latency == nil {
+			t.Fatalf("%s: %v %v\n%s", tc.player, err, jerr, out)
+		}
+		bitrate := 0.0
+		if r.Level != nil {
+			bitrate = r.Level.Bitrate
+		}
+		t.Logf("%s (default settings) on the relay two hops away: %.2f s behind the live edge (p50), %.2f s at most; longest stall %d ms; on %.0f kbit/s",
+			tc.player, r.Play.Latency.P50, r.Play.Latency.Max, r.Play.MaxStallMs, bitrate/1000)
+	}
 }

@@ -76,6 +76,7 @@ func packagerConfig(c config.HLS, log *slog.Logger, reg prometheus.Registerer) (
 	pc := packager.Config{
 		Logger: log, Registerer: reg, Default: packager.AppConfig{HLS: def}, Apps: map[string]packager.AppConfig{},
 		Linger: c.Linger, SegmentMinDuration: c.SegmentMinDuration, PartTarget: c.PartTarget, SegmentCount: c.SegmentCount,
+		EndGrace: c.EndGrace, EndedLinger: c.EndedLinger, PublicBaseURL: c.PublicBaseURL,
 	}
 	for app, f := range c.Apps {
 		hf, err := format(f)
@@ -83,6 +84,14 @@ func packagerConfig(c config.HLS, log *slog.Logger, reg prometheus.Registerer) (
 			return pc, fmt.Errorf("hls.apps.%s: %w", app, err)
 		}
 		pc.Apps[app] = packager.AppConfig{HLS: hf}
+	}
+	for _, app := range c.DASHLowLatency {
+		ac, ok := pc.Apps[app]
+		if !ok {
+			ac = pc.Default
+		}
+		ac.LowLatencyDASH = true
+		pc.Apps[app] = ac
 	}
 	for _, app := range c.AlwaysOn {
 		ac, ok := pc.Apps[app]
@@ -159,6 +168,9 @@ func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 	go func() {
 		<-ctx.Done()
 		n.http.SetDraining(true)
+		// HLS/DASH players see the end (EXT-X-ENDLIST, a static MPD) and
+		// go back to the redirector, instead of a frozen picture.
+		n.pkg.EndAll()
 	}()
 	err = n.server.Serve(ctx, n.rtmpLn, n.cfg.RTMP.Drain)
 	stopHTTP()

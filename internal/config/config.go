@@ -104,6 +104,9 @@ type HLS struct {
 	// AlwaysOn lists applications packaged from the first request on, even
 	// without viewers.
 	AlwaysOn []string `yaml:"always_on"`
+	// DASHLowLatency lists applications whose DASH manifests are
+	// low-latency (chunked CMAF; llhls format only).
+	DASHLowLatency []string `yaml:"dash_low_latency"`
 	// Linger keeps a stream packaged this long after its last request (default 30s).
 	Linger time.Duration `yaml:"linger"`
 	// SegmentMinDuration is the shortest segment (default 1s).
@@ -117,6 +120,16 @@ type HLS struct {
 	// content steering service, with this server's id as the pathway.
 	// Empty (the default): no steering.
 	SteeringURL string `yaml:"steering_url"`
+	// EndGrace: a stream without media this long ends visibly (ENDLIST, a
+	// static MPD) (default 5s).
+	EndGrace time.Duration `yaml:"end_grace"`
+	// EndedLinger: an ended stream's playlists are served this long, then
+	// 404 (default 10s).
+	EndedLinger time.Duration `yaml:"ended_linger"`
+	// PublicBaseURL is the scheme://host[:port] players reach this node at,
+	// written into DASH manifests (BaseURL, UTCTiming); default: from the
+	// request (Host, X-Forwarded-Proto/Host).
+	PublicBaseURL string `yaml:"public_base_url"`
 }
 
 // Log configures structured logging.

@@ -156,7 +156,7 @@ try {
   // With --trace, w.trace gets [ms, currentTime, bufferEnd, level, kbit/s
   // estimate, TTFB estimate in ms (hls.js)] per poll.
   async function watch(sec, until) {
-    const w = { from: null, to: null, maxStallMs: 0, samples: 0, trace: [] };
+    const w = { from: null, to: null, maxStallMs: 0, samples: 0, trace: [], latencies: [] };
     const t0 = Date.now();
     let last = null;
     let lastAdvance = 0;
@@ -175,6 +175,7 @@ try {
         w.trace.push([now - t0, +s.currentTime.toFixed(2), +s.bufferEnd.toFixed(2), s.level ? s.level.index : -1, Math.round(s.bw / 1000), s.ttfb]);
       }
       w.to = s.currentTime;
+      if (s.latency > 0) w.latencies.push(s.latency);
       w.last = s;
       last = s;
       if (until && until(s, w)) return w;
@@ -194,6 +195,11 @@ try {
     // 2. plays unthrottled
     const play = await watch(playSec * 2 + 10, (s, w) => s.currentTime - w.from >= playSec);
     result.play = { advanced: play.to - play.from, maxStallMs: play.maxStallMs, seconds: play.samples / 5 };
+    // How far behind the live edge (hls.js: its latency; dash.js: the
+    // wall clock, synchronised by UTCTiming, against the presentation
+    // time) over the last half of the playing phase.
+    const lat = play.latencies.slice(Math.floor(play.latencies.length / 2)).sort((a, b) => a - b);
+    if (lat.length) result.play.latency = { p50: +lat[Math.floor(lat.length / 2)].toFixed(2), max: +lat[lat.length - 1].toFixed(2), n: lat.length };
     result.width = play.last.width;
     result.height = play.last.height;
     result.levelBeforeThrottle = play.last.level;
