@@ -3,6 +3,7 @@ package rtmp
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -47,6 +48,9 @@ type ConnConfig struct {
 	// ConnectProps are extra properties a client sends in its connect
 	// command object (a relay marks itself so upstreams treat it as one).
 	ConnectProps map[string]any
+	// TLS configures the client side of rtmps:// connections (nil: the
+	// system's roots, server name from the URL).
+	TLS *tls.Config
 }
 
 // WithDefaults fills zero fields.

@@ -124,7 +124,8 @@ func (l *link) run(ctx context.Context) {
 func (l *link) once(ctx context.Context) bool {
 	cfg := l.r.cfg.Conn
 	cfg.ConnectProps = map[string]any{relay.RelayMarker: l.r.cfg.RelayID, mrpc.PropScope: true}
-	u := rtmp.URL{Host: l.r.upstreamHost(), App: l.scope}
+	host, tls := l.r.upstreamHost()
+	u := rtmp.URL{Host: host, TLS: tls, App: l.scope}
 	cc, err := rtmp.Dial(ctx, u, cfg, l.log)
 	if err != nil {
 		l.log.Info("scope link: upstream unreachable", "upstream", u.Host, "err", err)
