@@ -1,0 +1,111 @@
+package gate
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/relaymesh/relaymesh/internal/hooks"
+	"github.com/relaymesh/relaymesh/internal/rtmp"
+	"github.com/relaymesh/relaymesh/relay"
+)
+
+// Wrap returns h with the gate in front of its Play and Publish. A refused
+// viewer gets NetStream.Play.Failed with the reason; a refused broadcaster
+// NetStream.Publish.BadName (or what the hook's refusal maps to). The
+// credentials are taken out of the play request before h sees it, so they
+// are neither passed upstream nor kept.
+func (g *Gate) Wrap(h rtmp.Handler) rtmp.Handler {
+	if !g.Active() {
+		return h
+	}
+	return &handler{Handler: h, g: g}
+}
+
+type handler struct {
+	rtmp.Handler
+	g *Gate
+}
+
+func (h *handler) body(action string, s *rtmp.Session, req *rtmp.StreamRequest) hooks.Body {
+	b := hooks.Body{Action: action, ClientID: s.ID, IP: hostOf(s.RemoteAddr()), Proto: "rtmp",
+		App: req.App, Stream: req.Name, Param: req.RawQuery}
+	if s.Connect != nil {
+		b.TCURL = s.Connect.TCURL
+		if id, ok := s.Connect.Object[relay.RelayMarker].(string); ok {
+			b.Relay = id
+		}
+	}
+	return b
+}
+
+func (h *handler) Play(ctx context.Context, s *rtmp.Session, req *rtmp.StreamRequest) (rtmp.MediaSource, error) {
+	if err := h.g.Check(req.App, req.Name, req.Query); err != nil {
+		return nil, rtmp.Status{Level: "error", Code: rtmp.CodePlayFailed, Description: err.Error()}
+	}
+	b := h.body(hooks.OnPlay, s, req)
+	if err := h.g.hook(ctx, b); err != nil {
+		return nil, rtmp.Status{Level: "error", Code: rtmp.CodePlayFailed, Description: err.Error()}
+	}
+	q := stripCredentials(req.Query)
+	if len(q) != len(req.Query) || req.Query.Get(TokenParam) != "" || req.Query.Get(KeyParam) != "" {
+		r := *req
+		r.Query, r.RawQuery = q, q.Encode()
+		req = &r
+		b.Param = r.RawQuery
+	}
+	src, err := h.Handler.Play(ctx, s, req)
+	if err != nil || !h.g.cfg.Hooks.Has(hooks.OnStop) {
+		return src, err
+	}
+	b.Action = hooks.OnStop
+	b.Time = ""
+	return &stopSource{MediaSource: src, g: h.g, b: b, start: time.Now()}, nil
+}
+
+func (h *handler) Publish(ctx context.Context, s *rtmp.Session, req *rtmp.StreamRequest) (rtmp.Publisher, error) {
+	b := h.body(hooks.OnPublish, s, req)
+	if err := h.g.hook(ctx, b); err != nil {
+		return nil, rtmp.Status{Level: "error", Code: rtmp.CodePublishBadName, Description: err.Error()}
+	}
+	p, err := h.Handler.Publish(ctx, s, req)
+	if err != nil || !h.g.cfg.Hooks.Has(hooks.OnUnpublish) {
+		return p, err
+	}
+	b.Action = hooks.OnUnpublish
+	return &unpublisher{Publisher: p, g: h.g, b: b, start: time.Now()}, nil
+}
+
+// stopSource tells on_stop when the viewer's source closes.
+type stopSource struct {
+	rtmp.MediaSource
+	g     *Gate
+	b     hooks.Body
+	start time.Time
+	once  sync.Once
+}
+
+func (s *stopSource) Close() {
+	s.MediaSource.Close()
+	s.once.Do(func() {
+		s.b.Duration = time.Since(s.start).Round(time.Millisecond).String()
+		s.g.notify(s.b)
+	})
+}
+
+// unpublisher tells on_unpublish when the broadcaster stops.
+type unpublisher struct {
+	rtmp.Publisher
+	g     *Gate
+	b     hooks.Body
+	start time.Time
+	once  sync.Once
+}
+
+func (p *unpublisher) Close() {
+	p.Publisher.Close()
+	p.once.Do(func() {
+		p.b.Duration = time.Since(p.start).Round(time.Millisecond).String()
+		p.g.notify(p.b)
+	})
+}
