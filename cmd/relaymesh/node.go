@@ -29,6 +29,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 type nodeFlags struct {
 	config, rtmpAddr, httpAddr, logLevel, logFormat string
 	pprof                                           bool
+	sec                                             secureFlags // secure.go
 }
 
 func (n *nodeFlags) register(fs *flag.FlagSet, defRTMP, defHTTP string) {
@@ -38,6 +39,7 @@ func (n *nodeFlags) register(fs *flag.FlagSet, defRTMP, defHTTP string) {
 	fs.StringVar(&n.logLevel, "log-level", "", "debug, info, warn or error (default info)")
 	fs.StringVar(&n.logFormat, "log-format", "", "text or json (default text)")
 	fs.BoolVar(&n.pprof, "pprof", false, "serve /debug/pprof/ on the HTTP listener")
+	n.sec.register(fs)
 }
 
 // load reads the config file and applies the flags that were set.
@@ -65,6 +67,9 @@ func (n *nodeFlags) load(fs *flag.FlagSet, defRTMP, defHTTP string) (config.Conf
 	}
 	if set["log-format"] {
 		cfg.Log.Format = n.logFormat
+	}
+	if err := n.sec.apply(set, &cfg); err != nil {
+		return cfg, nil, err
 	}
 	log, err := newLogger(cfg.Log.Level, cfg.Log.Format)
 	return cfg, log, err
@@ -103,6 +108,7 @@ type node struct {
 	server *relay.Server
 	src    packager.Source
 	pkg    *packager.Packager
+	sec    secure // TLS, admin API, play authorization, hooks (secure.go)
 }
 
 // packagerConfig maps the config file's hls section.
@@ -165,11 +171,21 @@ func newNode(cfg config.Config, log *slog.Logger) (*node, error) {
 		n.rtmpLn.Close()
 		return nil, fmt.Errorf("http listen: %w", err)
 	}
+	server := cfg.Relay.ID
+	if server == "" {
+		server = "primary"
+	}
+	if err := n.openSecure(server); err != nil {
+		n.rtmpLn.Close()
+		n.httpLn.Close()
+		return nil, err
+	}
 	return n, nil
 }
 
 // run serves until ctx ends, then drains and stops.
 func (n *node) run(ctx context.Context, h rtmp.Handler) error {
+	h = n.sec.gate.Wrap(h)
 	n.server = &relay.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections}
 	pc, err := packagerConfig(n.cfg.HLS, n.log.With("component", "packager"), n.http.Registry)
 	if err != nil {
@@ -179,16 +195,29 @@ func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 		return err
 	}
 	defer n.pkg.Close()
-	n.http.Mux.Handle("/hls/", n.pkg.Handler())
-	n.http.Mux.Handle("/dash/", n.pkg.Handler())
+	n.http.Mux.Handle("/hls/", n.sec.gate.HTTP(n.pkg.Handler()))
+	n.http.Mux.Handle("/dash/", n.sec.gate.HTTP(n.pkg.Handler()))
 	httpCtx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	var httpErr error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		httpErr = n.http.Serve(httpCtx, n.httpLn)
+		httpErr = n.http.ServeHandler(httpCtx, n.httpLn, n.sec.policy.Public(n.http.Mux))
 	}()
+	var secErrs []error
+	var secMu sync.Mutex
+	n.serveSecure(ctx, httpCtx, func(f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil && err.Error() != "http: Server closed" {
+				secMu.Lock()
+				secErrs = append(secErrs, err)
+				secMu.Unlock()
+			}
+		}()
+	})
 	go func() {
 		<-ctx.Done()
 		n.http.SetDraining(true)
@@ -198,6 +227,9 @@ func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 	wg.Wait()
 	if err == nil && httpErr != nil && httpErr.Error() != "http: Server closed" {
 		err = httpErr
+	}
+	if err == nil && len(secErrs) > 0 {
+		err = secErrs[0]
 	}
 	n.log.Info("stopped")
 	return err

@@ -77,6 +77,6 @@ func runPrimary(ctx context.Context, args []string) error {
 	}
 	defer stopSO()
 	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Publish: in.Publish, Messages: sos.Message, Grace: cfg.RTMP.Grace, Log: log})
-	log.Info("primary listening", "rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String())
+	log.Info("primary listening", append([]any{"rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String()}, n.secureAddrs()...)...)
 	return n.run(ctx, sos.Wrap(h))
 }

@@ -23,7 +23,8 @@ func runRelay(ctx context.Context, args []string) error {
 	nf.register(fs, "127.0.0.1:1936", "127.0.0.1:8081")
 	id := fs.String("id", "", "relay id (required)")
 	location := fs.String("location", "", "location of this relay in the graph")
-	upstream := fs.String("upstream", "", "rtmp://HOST:PORT of the primary or a parent relay (required)")
+	upstream := fs.String("upstream", "", "rtmp://HOST:PORT or rtmps://HOST:PORT of the primary or a parent relay (required)")
+	upstreamCA := fs.String("upstream-ca", "", "PEM file of the CAs that sign an rtmps:// upstream's certificate (default: the system's roots)")
 	linger := fs.Duration("linger", 0, "keep pulling a stream this long after its last viewer (default 30s)")
 	var af agentFlags
 	af.register(fs)
@@ -43,6 +44,9 @@ func runRelay(ctx context.Context, args []string) error {
 	if *upstream != "" {
 		cfg.Relay.Upstream = *upstream
 	}
+	if *upstreamCA != "" {
+		cfg.Relay.UpstreamCA = *upstreamCA
+	}
 	if *linger > 0 {
 		cfg.Relay.Linger = *linger
 	}
@@ -54,8 +58,13 @@ func runRelay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	cc := connConfig(cfg.RTMP)
+	if cc.TLS, err = upstreamTLS(cfg); err != nil {
+		return err
+	}
 	up, err := relay.NewUpstream(ctx, relay.UpstreamConfig{
-		URL: cfg.Relay.Upstream, RelayID: cfg.Relay.ID, Linger: cfg.Relay.Linger, Conn: connConfig(cfg.RTMP),
+		URL: cfg.Relay.Upstream, RelayID: cfg.Relay.ID, Linger: cfg.Relay.Linger, Conn: cc,
+		Credentials: n.upstreamCredentials(),
 	}, n.hubs, log)
 	if err != nil {
 		return err
@@ -64,12 +73,12 @@ func runRelay(ctx context.Context, args []string) error {
 		httpserver.WriteJSON(w, http.StatusOK, map[string]any{"id": cfg.Relay.ID, "location": cfg.Relay.Location, "pulls": up.Pulls()})
 	})
 	n.src = pullingSource(n.hubs, up)
-	sor, err := soRelay(ctx, cfg, connConfig(cfg.RTMP), log) // shared objects and RPC (so.go)
+	sor, err := soRelay(ctx, cfg, cc, log) // shared objects and RPC (so.go)
 	if err != nil {
 		return err
 	}
 	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Messages: sor.Message, Grace: cfg.RTMP.Grace, Log: log})
-	log.Info("relay listening", "rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String(), "upstream", cfg.Relay.Upstream, "location", cfg.Relay.Location)
+	log.Info("relay listening", append([]any{"rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String(), "upstream", cfg.Relay.Upstream, "location", cfg.Relay.Location}, n.secureAddrs()...)...)
 	conn, err := af.start(ctx, n, cfg.Relay.ID, cfg.Relay.Location, up, log)
 	if err != nil {
 		return err
