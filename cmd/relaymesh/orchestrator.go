@@ -147,6 +147,8 @@ func runOrchestrator(ctx context.Context, args []string) error {
 	devIP := fs.Bool("dev-ip", false, "honour ?ip=ADDR on /play (development only)")
 	overflow := fs.String("overflow-url", "", "external CDN URL prefix for HLS/DASH viewers when every server is full (e.g. https://cdn.example.net)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	var rf redirectorFlags // play tokens and HTTPS (secure_orchestrator.go)
+	rf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -175,8 +177,13 @@ func runOrchestrator(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return runControlPlane(ctx, controlPlane{graph: g, geo: db, conn: conn, ln: ln, id: *id, trusted: tp,
-		tokenKey: []byte(*tokenSecret), threshold: *threshold, devIP: *devIP, overflowURL: *overflow, log: log})
+	cp := controlPlane{graph: g, geo: db, conn: conn, ln: ln, id: *id, trusted: tp,
+		tokenKey: []byte(*tokenSecret), threshold: *threshold, devIP: *devIP, overflowURL: *overflow, log: log}
+	if err := rf.apply(&cp); err != nil {
+		ln.Close()
+		return err
+	}
+	return runControlPlane(ctx, cp)
 }
 
 // controlPlane is an orchestrator with its redirector on one HTTP listener.
@@ -193,6 +200,10 @@ type controlPlane struct {
 	// overflowURL: HLS/DASH viewers spill here when every server is full.
 	overflowURL string
 	log         *slog.Logger
+	// playToken signs the play tokens of redirects; httpsLn serves the
+	// same as ln over TLS (secure_orchestrator.go).
+	playToken func(app, name string) string
+	httpsLn   net.Listener
 }
 
 func runControlPlane(ctx context.Context, cp controlPlane) error {
@@ -201,7 +212,7 @@ func runControlPlane(ctx context.Context, cp controlPlane) error {
 		return err
 	}
 	r, err := redirector.New(redirector.Config{ID: cp.id, Graph: cp.graph, Geo: cp.geo, TokenKey: cp.tokenKey,
-		TrustedProxies: cp.trusted, DevIP: cp.devIP, Bonus: bonusAdapter(o), OverflowURL: cp.overflowURL}, cp.conn, cp.log)
+		TrustedProxies: cp.trusted, DevIP: cp.devIP, Bonus: bonusAdapter(o), OverflowURL: cp.overflowURL, PlayToken: cp.playToken}, cp.conn, cp.log)
 	if err != nil {
 		return err
 	}
@@ -218,17 +229,25 @@ func runControlPlane(ctx context.Context, cp controlPlane) error {
 		o.Collector(), r.Collector())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	var wg sync.WaitGroup
-	errs := make([]error, 4)
-	for i, f := range []func() error{
+	runs := []func() error{
 		func() error { return o.Run(ctx) },
 		func() error { return r.Run(ctx) },
 		func() error { return d.Run(ctx) },
 		func() error { return serveHTTP(ctx, cp.ln, mux) },
-	} {
+	}
+	if cp.httpsLn != nil {
+		runs = append(runs, func() error { return serveHTTP(ctx, cp.httpsLn, mux) })
+	}
+	errs := make([]error, len(runs))
+	for i, f := range runs {
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[i] = f() }()
 	}
-	cp.log.Info("orchestrator and redirector listening", "http", cp.ln.Addr().String())
+	if cp.httpsLn != nil {
+		cp.log.Info("orchestrator and redirector listening", "http", cp.ln.Addr().String(), "https", cp.httpsLn.Addr().String())
+	} else {
+		cp.log.Info("orchestrator and redirector listening", "http", cp.ln.Addr().String())
+	}
 	wg.Wait()
 	return errors.Join(errs...)
 }

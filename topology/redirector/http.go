@@ -15,10 +15,12 @@ import (
 	"github.com/relaymesh/relaymesh/topology/placement"
 )
 
-// TokenCookie and TokenParam carry the sticky token.
+// TokenCookie and TokenParam carry the sticky token (to the redirector);
+// PlayParam carries the play token (to the relay, on the Location).
 const (
 	TokenCookie = "relaymesh_sticky"
 	TokenParam  = "token"
+	PlayParam   = "token"
 )
 
 // Choice is the JSON answer of /play with Accept: application/json.
@@ -30,6 +32,8 @@ type Choice struct {
 	URL      string  `json:"url"`
 	Token    string  `json:"token,omitempty"`
 	Viewer   string  `json:"viewer_location,omitempty"`
+	// PlayToken is the play token already in URL (see Config.PlayToken).
+	PlayToken string `json:"play_token,omitempty"`
 }
 
 // Handler serves /play/{app}/{name} and /api/v1/mesh.
@@ -167,11 +171,13 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 			path = "/dash/" + app + "/" + name + "/manifest.mpd"
 		}
 		target := strings.TrimRight(r.cfg.OverflowURL, "/") + path
+		pt := r.playToken(app, name)
+		target = withPlayToken(target, pt)
 		r.answers.overflow.Add(1)
 		w.Header().Set("Cache-Control", "no-store")
 		if strings.Contains(req.Header.Get("Accept"), "application/json") {
 			writeJSON(w, http.StatusOK, Choice{Relay: "overflow", Distance: -1, Reason: "every server is at capacity: external CDN",
-				URL: target, Viewer: viewerLoc})
+				URL: target, Viewer: viewerLoc, PlayToken: pt})
 			return
 		}
 		http.Redirect(w, req, target, http.StatusFound)
@@ -198,6 +204,8 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 	case "dash":
 		target = "http://" + httpAddr + "/dash/" + app + "/" + name + "/manifest.mpd"
 	}
+	pt := r.playToken(app, name)
+	target = withPlayToken(target, pt)
 	token, err := placement.Sign(r.cfg.TokenKey, placement.Claims{Server: srv.ID, Stream: stream, Expires: now.Add(r.cfg.TokenTTL)})
 	if err == nil {
 		http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: token, Path: "/play/" + app + "/" + name,
@@ -210,10 +218,25 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 			dist = -1
 		}
 		writeJSON(w, http.StatusOK, Choice{Relay: srv.ID, Location: srv.Location, Distance: dist, Reason: res.Reason.String(),
-			URL: target, Token: token, Viewer: viewerLoc})
+			URL: target, Token: token, Viewer: viewerLoc, PlayToken: pt})
 		return
 	}
 	http.Redirect(w, req, target, http.StatusFound)
+}
+
+func (r *Redirector) playToken(app, name string) string {
+	if r.cfg.PlayToken == nil {
+		return ""
+	}
+	return r.cfg.PlayToken(app, name)
+}
+
+// withPlayToken adds ?token= to target (the relays' PlayParam).
+func withPlayToken(target, pt string) string {
+	if pt == "" {
+		return target
+	}
+	return target + "?" + PlayParam + "=" + pt
 }
 
 // distTo is the graph distance from v to server id's location.
