@@ -32,7 +32,8 @@ type Choice struct {
 	URL      string  `json:"url"`
 	Token    string  `json:"token,omitempty"`
 	Viewer   string  `json:"viewer_location,omitempty"`
-	// PlayToken is the play token already in URL (see Config.PlayToken).
+	// PlayToken is the play token already in URL: ?token= for RTMP, the
+	// /t/TOKEN/ directory for HLS and DASH (see Config.PlayToken).
 	PlayToken string `json:"play_token,omitempty"`
 }
 
@@ -170,9 +171,8 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 		if proto == "dash" {
 			path = "/dash/" + app + "/" + name + "/manifest.mpd"
 		}
-		target := strings.TrimRight(r.cfg.OverflowURL, "/") + path
 		pt := r.playToken(app, name)
-		target = withPlayToken(target, pt)
+		target := strings.TrimRight(r.cfg.OverflowURL, "/") + withPlayToken(path, pt)
 		r.answers.overflow.Add(1)
 		w.Header().Set("Cache-Control", "no-store")
 		if strings.Contains(req.Header.Get("Accept"), "application/json") {
@@ -195,17 +195,21 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 	r.answers.placed(res.Reason)
 	srv := r.mesh.Server(res.Server)
 	rtmpAddr, httpAddr := r.addrs(res.Server)
-	var target string
+	var target, path string
 	switch proto {
 	case "rtmp":
 		target = "rtmp://" + rtmpAddr + "/" + app + "/" + name
 	case "hls":
-		target = "http://" + httpAddr + "/hls/" + app + "/" + name + "/index.m3u8"
+		path = "/hls/" + app + "/" + name + "/index.m3u8"
 	case "dash":
-		target = "http://" + httpAddr + "/dash/" + app + "/" + name + "/manifest.mpd"
+		path = "/dash/" + app + "/" + name + "/manifest.mpd"
 	}
 	pt := r.playToken(app, name)
-	target = withPlayToken(target, pt)
+	if proto == "rtmp" {
+		target = withPlayToken(target, pt)
+	} else {
+		target = "http://" + httpAddr + withPlayToken(path, pt)
+	}
 	token, err := placement.Sign(r.cfg.TokenKey, placement.Claims{Server: srv.ID, Stream: stream, Expires: now.Add(r.cfg.TokenTTL)})
 	if err == nil {
 		http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: token, Path: "/play/" + app + "/" + name,
@@ -231,10 +235,18 @@ func (r *Redirector) playToken(app, name string) string {
 	return r.cfg.PlayToken(app, name)
 }
 
-// withPlayToken adds ?token= to target (the relays' PlayParam).
+// withPlayToken adds the play token to an RTMP URL as ?token=, and to an
+// HLS/DASH path (/hls/APP/NAME/index.m3u8) as the directory
+// /hls/APP/NAME/t/TOKEN/index.m3u8, where the relays look for it: the
+// playlists' relative URIs then carry it to every playlist, part and
+// segment (players resolve them against the path; the query is dropped).
 func withPlayToken(target, pt string) string {
 	if pt == "" {
 		return target
+	}
+	if strings.HasPrefix(target, "/") {
+		dir, file := target[:strings.LastIndexByte(target, '/')], target[strings.LastIndexByte(target, '/')+1:]
+		return dir + "/t/" + pt + "/" + file
 	}
 	return target + "?" + PlayParam + "=" + pt
 }

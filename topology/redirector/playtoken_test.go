@@ -9,7 +9,8 @@ import (
 	"github.com/relaymesh/relaymesh/internal/playtoken"
 )
 
-// With a play token signer the redirect carries ?token= for the stream.
+// With a play token signer the redirect carries the stream's token: ?token=
+// for RTMP, the /t/TOKEN/ directory for HLS and DASH.
 func TestRedirectCarriesPlayToken(t *testing.T) {
 	secret := []byte("play")
 	r := newTest(t, nil, Config{DevIP: true, PlayToken: func(app, name string) string {
@@ -21,6 +22,12 @@ func TestRedirectCarriesPlayToken(t *testing.T) {
 		w := get(t, h, "/play/live/cam?proto="+proto+"&ip=198.51.100.7", nil)
 		loc := w.Header().Get("Location")
 		base, tok, ok := strings.Cut(loc, "?"+PlayParam+"=")
+		if proto != "rtmp" {
+			var rest string
+			base, rest, ok = strings.Cut(loc, "/t/")
+			tok, _, _ = strings.Cut(rest, "/")
+			ok = ok && (strings.HasSuffix(loc, "/"+tok+"/index.m3u8") || strings.HasSuffix(loc, "/"+tok+"/manifest.mpd"))
+		}
 		if w.Code != http.StatusFound || !ok || strings.Contains(base, "?") {
 			t.Fatalf("%s: %d %q", proto, w.Code, loc)
 		}
@@ -28,7 +35,7 @@ func TestRedirectCarriesPlayToken(t *testing.T) {
 			t.Fatalf("%s: token %v", proto, err)
 		}
 	}
-	if c := choice(t, h, "/play/live/cam?proto=hls&ip=198.51.100.7"); c.PlayToken == "" || !strings.HasSuffix(c.URL, "?token="+c.PlayToken) {
+	if c := choice(t, h, "/play/live/cam?proto=hls&ip=198.51.100.7"); c.PlayToken == "" || !strings.HasSuffix(c.URL, "/hls/live/cam/t/"+c.PlayToken+"/index.m3u8") {
 		t.Fatalf("json: %+v", c)
 	}
 	// Without a signer: no token.

@@ -68,8 +68,9 @@ type Config struct {
 	// of being told to retry later. RTMP viewers cannot spill over.
 	OverflowURL string
 	// PlayToken, when set, signs the play token of app/name that the
-	// redirect carries (?token= on the Location, "play_token" in JSON), for
-	// relays that protect the application; "" issues none.
+	// redirect carries (?token= on an RTMP Location, /t/TOKEN/ in an HLS or
+	// DASH one, "play_token" in JSON), for relays that protect the
+	// application; "" issues none.
 	PlayToken func(app, name string) string
 }
 

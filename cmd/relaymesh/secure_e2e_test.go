@@ -1,0 +1,329 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relaymesh/relaymesh/geo"
+	"github.com/relaymesh/relaymesh/internal/hooks"
+	"github.com/relaymesh/relaymesh/internal/playtoken"
+	"github.com/relaymesh/relaymesh/internal/rtmp"
+	"github.com/relaymesh/relaymesh/topology/graph"
+	"github.com/relaymesh/relaymesh/topology/redirector"
+)
+
+// hookServer records the bodies the hooks POST, by path (/on_play, …),
+// and answers with the status and after the delay set for that path.
+type hookServer struct {
+	url    string
+	mu     sync.Mutex
+	bodies map[string][]hooks.Body
+	answer map[string]int
+	delay  map[string]time.Duration
+}
+
+func newHookServer(t *testing.T) *hookServer {
+	t.Helper()
+	h := &hookServer{bodies: map[string][]hooks.Body{}, answer: map[string]int{}, delay: map[string]time.Duration{}}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b hooks.Body
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&b); err != nil {
+			t.Errorf("hook %s: body: %v", r.URL.Path, err)
+		}
+		h.mu.Lock()
+		h.bodies[r.URL.Path] = append(h.bodies[r.URL.Path], b)
+		code, d := h.answer[r.URL.Path], h.delay[r.URL.Path]
+		h.mu.Unlock()
+		if d > 0 {
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+			}
+		}
+		if code == 0 {
+			code = http.StatusNoContent
+		}
+		w.WriteHeader(code)
+	})}
+	ln := listen(t)
+	h.url = "http://" + ln.Addr().String()
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return h
+}
+
+func (h *hookServer) set(path string, code int, d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.answer[path], h.delay[path] = code, d
+}
+
+// wait returns the first body POSTed to path that matches.
+func (h *hookServer) wait(t *testing.T, path string, match func(hooks.Body) bool) hooks.Body {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		h.mu.Lock()
+		for _, b := range h.bodies[path] {
+			if match(b) {
+				h.mu.Unlock()
+				return b
+			}
+		}
+		h.mu.Unlock()
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no %s hook call matched; got %+v", path, h.bodies[path])
+	return hooks.Body{}
+}
+
+// playStatus plays app/name (name may carry ?query) over RTMP and returns
+// the status answered: Play.Start, or the refusal.
+func playStatus(t *testing.T, addr, app, name string) rtmp.Status {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cc, err := rtmp.Dial(ctx, rtmp.URL{Host: addr, App: app}, rtmp.ConnConfig{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	defer cc.Close(nil)
+	if _, err := cc.Play(ctx, name); err != nil {
+		var st rtmp.Status
+		if errors.As(err, &st) {
+			return st
+		}
+		t.Fatalf("play %s/%s on %s: %v", app, name, addr, err)
+	}
+	return rtmp.Status{Level: "status", Code: rtmp.CodePlayStart}
+}
+
+// redirectorToken asks a redirector, wired like the orchestrator's with
+// --play-token-secret, where to play app/name, and returns the Location.
+func redirectorLocation(t *testing.T, secret, app, name, proto string) string {
+	t.Helper()
+	rf := redirectorFlags{playSecret: secret, playTTL: time.Hour, step: time.Minute}
+	var cp controlPlane
+	if err := rf.apply(&cp); err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.DevWorld()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := geo.OpenDefault()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := redirector.New(redirector.Config{Graph: g, Geo: db, DevIP: true, PlayToken: cp.playToken}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	srv := &http.Server{Handler: r.Handler()}
+	ln := listen(t)
+	go srv.Serve(ln)
+	defer srv.Close()
+	resp, err := c.Get("http://" + ln.Addr().String() + "/play/" + app + "/" + name + "?proto=" + proto + "&ip=198.51.100.7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound {
+		t.Fatalf("redirector: %d", resp.StatusCode)
+	}
+	return resp.Header.Get("Location")
+}
+
+// tokenOf returns the play token of a redirect: ?token= (RTMP) or the
+// /t/TOKEN/ directory (HLS, DASH).
+func tokenOf(t *testing.T, location string) string {
+	t.Helper()
+	u, err := url.Parse(location)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := u.Query().Get("token")
+	if _, rest, ok := strings.Cut(u.Path, "/t/"); ok {
+		tok, _, _ = strings.Cut(rest, "/")
+	}
+	if tok == "" {
+		t.Fatalf("no token in %q", location)
+	}
+	return tok
+}
+
+// pathOf is the path of a redirect's Location (to ask a test's relay).
+func pathOf(t *testing.T, location string) string {
+	t.Helper()
+	u, err := url.Parse(location)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Path
+}
+
+func httpStatus(t *testing.T, c *http.Client, u string) int {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// decodes runs ffmpeg on u for a few seconds of media and reports its errors.
+func decodes(t *testing.T, u string, extra ...string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	args := append([]string{"-hide_banner", "-v", "error", "-rw_timeout", "10000000"}, extra...)
+	args = append(args, "-i", u, "-t", "3", "-f", "null", "-")
+	out, err := exec.CommandContext(ctx, "ffmpeg", args...).CombinedOutput()
+	if err != nil {
+		return errors.New(err.Error() + ": " + tail(string(out), 600))
+	}
+	return nil
+}
+
+// TestPlayAuthorization: a protected app refuses RTMP, HLS and DASH viewers
+// without a token (NetStream.Play.Failed with a reason; 401), with an
+// expired or other-stream token (Play.Failed; 403), and plays through a
+// relay with the token of the redirector's redirect; the relay pulls with a
+// token of its own. The hooks are called with their documented bodies,
+// and their answers (refusal, timeout with fail-closed and fail-open) are
+// obeyed.
+func TestPlayAuthorization(t *testing.T) {
+	requireTool(t, "ffmpeg", "ffprobe")
+	const secret = "play-s3cret"
+	hk := newHookServer(t)
+	p := startNode(t, runPrimary, "", "--publish-key", "cam=s3cret", "--play-protect", "live", "--play-token-secret", secret,
+		"--hook-on-publish", hk.url+"/on_publish", "--hook-on-unpublish", hk.url+"/on_unpublish")
+	r := startNode(t, runRelay, "", "--id", "r1", "--upstream", "rtmp://"+p.rtmp, "--play-protect", "live",
+		"--play-token-secret", secret, "--hook-on-play", hk.url+"/on_play", "--hook-on-stop", hk.url+"/on_stop", "--hook-timeout", "500ms")
+	// Fail-open relay whose on_play never answers in time.
+	hk.set("/slow", http.StatusNoContent, 5*time.Second)
+	open := startNode(t, runRelay, "", "--id", "r2", "--upstream", "rtmp://"+p.rtmp, "--play-protect", "live",
+		"--play-token-secret", secret, "--hook-on-play", hk.url+"/slow", "--hook-timeout", "300ms", "--hook-fail-open")
+
+	pub := startPublisher(t, "rtmp://"+p.rtmp+"/live/cam?key=s3cret", 90*time.Second, 800)
+	waitLive(t, p, "live", "cam")
+	b := hk.wait(t, "/on_publish", func(b hooks.Body) bool { return b.Stream == "cam" })
+	if b.Action != hooks.OnPublish || b.App != "live" || b.Proto != "rtmp" || b.Server != "primary" || b.IP != "127.0.0.1" ||
+		b.ClientID == "" || b.Param != "key=s3cret" || !strings.HasPrefix(b.TCURL, "rtmp://") || b.Time == "" {
+		t.Errorf("on_publish body %+v", b)
+	}
+
+	// RTMP without a token: refused by the relay and by the primary.
+	for _, addr := range []string{r.rtmp, p.rtmp} {
+		if st := playStatus(t, addr, "live", "cam"); st.Code != rtmp.CodePlayFailed || !strings.Contains(st.Description, "token") {
+			t.Errorf("%s without token: %+v", addr, st)
+		}
+	}
+	// The redirector's token plays through the relay, and on the primary.
+	tok := tokenOf(t, redirectorLocation(t, secret, "live", "cam", "rtmp"))
+	if st := playStatus(t, r.rtmp, "live", "cam?token="+tok); st.Code != rtmp.CodePlayStart {
+		t.Fatalf("relay with the redirector's token: %+v", st)
+	}
+	if st := playStatus(t, p.rtmp, "live", "cam?token="+tok); st.Code != rtmp.CodePlayStart {
+		t.Fatalf("primary with the redirector's token: %+v", st)
+	}
+	if err := decodes(t, "rtmp://"+r.rtmp+"/live/cam?token="+tok); err != nil {
+		t.Errorf("ffmpeg with token through the relay: %v", err)
+	}
+	pl := hk.wait(t, "/on_play", func(b hooks.Body) bool { return b.Proto == "rtmp" })
+	if pl.App != "live" || pl.Stream != "cam" || pl.Server != "r1" || !strings.Contains(pl.Param, "token=") {
+		t.Errorf("on_play body %+v", pl)
+	}
+	if st := hk.wait(t, "/on_stop", func(b hooks.Body) bool { return b.Stream == "cam" }); st.Duration == "" || st.Proto != "rtmp" || strings.Contains(st.Param, "token") {
+		t.Errorf("on_stop body %+v", st)
+	}
+	// Expired, other-stream and garbage tokens are refused.
+	expired := playtoken.Sign([]byte(secret), "live", "cam", time.Now().Add(-time.Minute))
+	other := tokenOf(t, redirectorLocation(t, secret, "live", "cam2", "rtmp"))
+	for what, bad := range map[string]string{"expired": expired, "other stream": other, "garbage": "x.y"} {
+		if st := playStatus(t, r.rtmp, "live", "cam?token="+bad); st.Code != rtmp.CodePlayFailed {
+			t.Errorf("%s token: %+v", what, st)
+		}
+	}
+	// The hook's answers are obeyed: a refusal, and a timeout (fail-closed).
+	hk.set("/on_play", http.StatusForbidden, 0)
+	if st := playStatus(t, r.rtmp, "live", "cam?token="+tok); st.Code != rtmp.CodePlayFailed || !strings.Contains(st.Description, "on_play hook") {
+		t.Errorf("hook refusing: %+v", st)
+	}
+	hk.set("/on_play", http.StatusNoContent, 3*time.Second)
+	if st := playStatus(t, r.rtmp, "live", "cam?token="+tok); st.Code != rtmp.CodePlayFailed || !strings.Contains(st.Description, "did not answer") {
+		t.Errorf("hook timing out, fail-closed: %+v", st)
+	}
+	hk.set("/on_play", http.StatusNoContent, 0)
+	if st := playStatus(t, open.rtmp, "live", "cam?token="+tok); st.Code != rtmp.CodePlayStart {
+		t.Errorf("hook timing out, fail-open: %+v", st)
+	}
+
+	// HLS and DASH on the relay.
+	c := &http.Client{Timeout: 20 * time.Second}
+	base := "http://" + r.http
+	for _, path := range []string{"/hls/live/cam/index.m3u8", "/hls/live/cam/full.m3u8", "/dash/live/cam/manifest.mpd"} {
+		if code := httpStatus(t, c, base+path); code != http.StatusUnauthorized {
+			t.Errorf("%s without token: %d", path, code)
+		}
+		for what, bad := range map[string]string{"expired": expired, "other stream": other} {
+			if code := httpStatus(t, c, base+path+"?token="+bad); code != http.StatusForbidden {
+				t.Errorf("%s with %s token: %d", path, what, code)
+			}
+		}
+	}
+	// The redirector's HLS Location has the token in the path; the query
+	// form is moved there by the relay (302).
+	loc := redirectorLocation(t, secret, "live", "cam", "hls")
+	master := base + pathOf(t, loc)
+	waitFor(t, "the multivariant playlist", 20*time.Second, func() bool { return httpStatus(t, c, master) == http.StatusOK })
+	time.Sleep(2 * time.Second)
+	for _, u := range []string{master, base + "/hls/live/cam/index.m3u8?token=" + tokenOf(t, loc)} {
+		if err := decodes(t, u, "-live_start_index", "0"); err != nil {
+			t.Errorf("ffmpeg HLS %s with the redirector's token: %v", u, err)
+		}
+	}
+	if b := hk.wait(t, "/on_play", func(b hooks.Body) bool { return b.Proto == "hls" }); b.Stream != "cam" || b.ClientID != "" {
+		t.Errorf("on_play hls body %+v", b)
+	}
+	dloc := redirectorLocation(t, secret, "live", "cam", "dash")
+	dtok := tokenOf(t, dloc)
+	if err := decodes(t, base+pathOf(t, dloc)); err != nil {
+		t.Errorf("ffmpeg DASH with the redirector's token: %v", err)
+	}
+	hk.set("/on_play", http.StatusForbidden, 0)
+	if code := httpStatus(t, c, base+"/dash/live/cam/t/"+dtok+"/manifest.mpd?fresh=1"); code != http.StatusForbidden {
+		t.Errorf("DASH with the hook refusing: %d", code)
+	}
+
+	// on_unpublish when the broadcaster leaves.
+	pub.kill()
+	if b := hk.wait(t, "/on_unpublish", func(b hooks.Body) bool { return b.Stream == "cam" }); b.Duration == "" || b.App != "live" {
+		t.Errorf("on_unpublish body %+v", b)
+	}
+}
+
+// listen opens a loopback listener closed with the test.
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
