@@ -327,3 +327,63 @@ func listen(t *testing.T) net.Listener {
 	t.Cleanup(func() { ln.Close() })
 	return ln
 }
+
+func post(t *testing.T, u, token string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(`{"method":"kick","args":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestAdminAPI: the API that changes state answers 401 without the admin
+// token and 200 with it; with --admin-http it is served there and not on
+// the public listener; read-only status stays public unless told otherwise.
+func TestAdminAPI(t *testing.T) {
+	const call = "/api/v1/apps/live/scopes/cam/call"
+	p := startNode(t, runPrimary, "", "--open", "--admin-token", "adm1n")
+	base := "http://" + p.http
+	if code := post(t, base+call, ""); code != http.StatusUnauthorized {
+		t.Errorf("call without credentials: %d", code)
+	}
+	if code := post(t, base+call, "wrong"); code != http.StatusUnauthorized {
+		t.Errorf("call with a wrong token: %d", code)
+	}
+	if code := post(t, base+call, "adm1n"); code != http.StatusOK {
+		t.Errorf("call with the token: %d", code)
+	}
+	if code := httpStatus(t, http.DefaultClient, base+"/api/v1/streams"); code != http.StatusOK {
+		t.Errorf("public status: %d", code)
+	}
+
+	admin := freeAddr(t)
+	q := startNode(t, runPrimary, "", "--open", "--admin-http", admin, "--admin-token", "adm1n", "--public-status=false")
+	if code := post(t, "http://"+q.http+call, "adm1n"); code != http.StatusNotFound {
+		t.Errorf("call on the public listener with --admin-http: %d", code)
+	}
+	if code := post(t, "http://"+admin+call, ""); code != http.StatusUnauthorized {
+		t.Errorf("call on the admin listener without the token: %d", code)
+	}
+	if code := post(t, "http://"+admin+call, "adm1n"); code != http.StatusOK {
+		t.Errorf("call on the admin listener with the token: %d", code)
+	}
+	if code := httpStatus(t, http.DefaultClient, "http://"+q.http+"/api/v1/streams"); code != http.StatusNotFound {
+		t.Errorf("private status on the public listener: %d", code)
+	}
+	if code := httpStatus(t, http.DefaultClient, "http://"+q.http+"/healthz"); code != http.StatusOK {
+		t.Errorf("healthz: %d", code)
+	}
+	if code := httpStatus(t, http.DefaultClient, "http://"+admin+"/api/v1/streams"); code != http.StatusOK {
+		t.Errorf("status on the admin listener: %d", code)
+	}
+}

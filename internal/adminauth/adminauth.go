@@ -61,10 +61,11 @@ func loopback(r *http.Request) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Public guards the public listener. Admin requests need the token; with
-// no token and a separate admin listener they are refused here; with
-// neither configured they are accepted from loopback addresses only, so a
-// server listening on a public address is not open by default.
+// Public guards the public listener. With a separate admin listener the
+// admin requests (and private status) are not served here (404); else they
+// need the token; with neither configured they are accepted from loopback
+// addresses only, so a server listening on a public address is not open by
+// default.
 func (p Policy) Public(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		admin := IsAdmin(r)
@@ -73,15 +74,15 @@ func (p Policy) Public(next http.Handler) http.Handler {
 			return
 		}
 		switch {
+		case p.Separate:
+			http.Error(w, "not found: served on the admin listener\n", http.StatusNotFound)
+			return
 		case p.Token != "":
 			if !p.authorized(r) {
 				unauthorized(w)
 				return
 			}
-		case p.Separate:
-			http.Error(w, "not found: served on the admin listener\n", http.StatusNotFound)
-			return
-		case admin && !loopback(r):
+		case !loopback(r):
 			unauthorized(w)
 			return
 		}
