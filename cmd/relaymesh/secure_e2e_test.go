@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,13 +10,16 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/relaymesh/relaymesh/geo"
+	"github.com/relaymesh/relaymesh/internal/certreload"
 	"github.com/relaymesh/relaymesh/internal/hooks"
 	"github.com/relaymesh/relaymesh/internal/playtoken"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
@@ -385,5 +389,76 @@ func TestAdminAPI(t *testing.T) {
 	}
 	if code := httpStatus(t, http.DefaultClient, "http://"+admin+"/api/v1/streams"); code != http.StatusOK {
 		t.Errorf("status on the admin listener: %d", code)
+	}
+}
+
+// servedCN is the common name of the certificate a TLS listener serves.
+func servedCN(t *testing.T, addr string) string {
+	t.Helper()
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatalf("tls dial %s: %v", addr, err)
+	}
+	defer c.Close()
+	return c.ConnectionState().PeerCertificates[0].Subject.CommonName
+}
+
+// TestTLS: ffmpeg publishes over RTMPS to the primary; a relay pulls over
+// RTMPS (checking the primary's self-signed certificate against its CA
+// file); ffmpeg plays over RTMPS and HLS over HTTPS from the relay; a
+// replaced certificate is served without a restart.
+func TestTLS(t *testing.T) {
+	requireTool(t, "ffmpeg")
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := certreload.WriteSelfSigned(cert, key, "first"); err != nil {
+		t.Fatal(err)
+	}
+	prtmps, rrtmps, rhttps := freeAddr(t), freeAddr(t), freeAddr(t)
+	p := startNode(t, runPrimary, "", "--publish-key", "cam=s3cret", "--rtmps", prtmps, "--tls-cert", cert, "--tls-key", key)
+	r := startNode(t, runRelay, "", "--id", "r1", "--upstream", "rtmps://"+prtmps, "--upstream-ca", cert,
+		"--rtmps", rrtmps, "--https", rhttps, "--tls-cert", cert, "--tls-key", key)
+	startPublisher(t, "rtmps://"+prtmps+"/live/cam?key=s3cret", 90*time.Second, 800)
+	waitLive(t, p, "live", "cam")
+	if err := decodes(t, "rtmps://"+rrtmps+"/live/cam"); err != nil {
+		t.Errorf("ffmpeg over RTMPS from the relay: %v", err)
+	}
+	pulls := func() string {
+		resp, err := http.Get("http://" + r.http + "/api/v1/pulls")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if s := pulls(); !strings.Contains(s, prtmps) {
+		t.Errorf("the relay does not pull from the primary's RTMPS listener: %s", s)
+	}
+	master := "https://" + rhttps + "/hls/live/cam/index.m3u8"
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	waitFor(t, "the multivariant playlist over HTTPS", 20*time.Second, func() bool { return httpStatus(t, c, master) == http.StatusOK })
+	time.Sleep(2 * time.Second)
+	if err := decodes(t, master, "-tls_verify", "0", "-live_start_index", "0"); err != nil {
+		t.Errorf("ffmpeg HLS over HTTPS: %v", err)
+	}
+	caFile := "-ca_file"
+	if err := decodes(t, master, caFile, cert, "-tls_verify", "1", "-live_start_index", "0"); err != nil {
+		t.Errorf("ffmpeg HLS over HTTPS checking the CA file: %v", err)
+	}
+
+	// Replace the certificate: the listeners serve the new one.
+	for _, addr := range []string{prtmps, rrtmps, rhttps} {
+		if cn := servedCN(t, addr); cn != "first" {
+			t.Fatalf("%s serves %q", addr, cn)
+		}
+	}
+	if err := certreload.WriteSelfSigned(cert, key, "second"); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Second)
+	_ = os.Chtimes(cert, later, later)
+	for _, addr := range []string{prtmps, rrtmps, rhttps} {
+		waitFor(t, addr+" serving the new certificate", 10*time.Second, func() bool { return servedCN(t, addr) == "second" })
 	}
 }
