@@ -15,6 +15,7 @@ import (
 type agentFlags struct {
 	urls, creds, nkey, ca, cert, key string
 	advRTMP, advHTTP                 string
+	advRTMPS, advHTTPS               string
 	capViewers                       int
 	capMbps                          float64
 }
@@ -28,6 +29,8 @@ func (a *agentFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.key, "nats-key", "", "client key for NATS")
 	fs.StringVar(&a.advRTMP, "advertise-rtmp", "", "host:port viewers reach the RTMP listener at (default: the listen address)")
 	fs.StringVar(&a.advHTTP, "advertise-http", "", "host:port viewers reach the HTTP listener at (default: the listen address)")
+	fs.StringVar(&a.advRTMPS, "advertise-rtmps", "", "host:port viewers reach the RTMPS listener at (default: the --rtmps address)")
+	fs.StringVar(&a.advHTTPS, "advertise-https", "", "host:port viewers reach the HTTPS listener at (default: the --https address)")
 	fs.IntVar(&a.capViewers, "capacity-viewers", 0, "viewers this server takes before the orchestrator looks elsewhere (0: unlimited)")
 	fs.Float64Var(&a.capMbps, "capacity-mbps", 0, "Mbit/s this server sends before the orchestrator looks elsewhere (0: unlimited)")
 }
@@ -47,12 +50,19 @@ func (a *agentFlags) start(ctx context.Context, n *node, id, location string, pu
 	if httpAddr == "" {
 		httpAddr = n.httpLn.Addr().String()
 	}
+	rtmpsAddr, httpsAddr := a.advRTMPS, a.advHTTPS
+	if rtmpsAddr == "" && n.sec.rtmpsLn != nil {
+		rtmpsAddr = n.sec.rtmpsLn.Addr().String()
+	}
+	if httpsAddr == "" && n.sec.httpsLn != nil {
+		httpsAddr = n.sec.httpsLn.Addr().String()
+	}
 	conn, err := bus.Connect(bus.Options{URLs: a.urls, Name: id, CredsFile: a.creds, NKeyFile: a.nkey,
 		CAFile: a.ca, CertFile: a.cert, KeyFile: a.key}, log)
 	if err != nil {
 		return nil, err
 	}
-	ag, err := agent.New(agent.Config{ID: id, Location: location, RTMP: rtmpAddr, HTTP: httpAddr,
+	ag, err := agent.New(agent.Config{ID: id, Location: location, RTMP: rtmpAddr, HTTP: httpAddr, RTMPS: rtmpsAddr, HTTPS: httpsAddr,
 		CapacityViewers: a.capViewers, CapacityMbps: a.capMbps}, conn, agent.HubStats(n.hubs), puller, log)
 	if err != nil {
 		conn.Close()

@@ -195,10 +195,20 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 	r.answers.placed(res.Reason)
 	srv := r.mesh.Server(res.Server)
 	rtmpAddr, httpAddr := r.addrs(res.Server)
+	rtmpScheme, httpScheme := "rtmp", "http"
+	if r.wantTLS(req) {
+		rtmpsAddr, httpsAddr := r.tlsAddrs(res.Server)
+		if rtmpsAddr != "" {
+			rtmpAddr, rtmpScheme = rtmpsAddr, "rtmps"
+		}
+		if httpsAddr != "" {
+			httpAddr, httpScheme = httpsAddr, "https"
+		}
+	}
 	var target, path string
 	switch proto {
 	case "rtmp":
-		target = "rtmp://" + rtmpAddr + "/" + app + "/" + name
+		target = rtmpScheme + "://" + rtmpAddr + "/" + app + "/" + name
 	case "hls":
 		path = "/hls/" + app + "/" + name + "/index.m3u8"
 	case "dash":
@@ -208,7 +218,7 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 	if proto == "rtmp" {
 		target = withPlayToken(target, pt)
 	} else {
-		target = "http://" + httpAddr + withPlayToken(path, pt)
+		target = httpScheme + "://" + httpAddr + withPlayToken(path, pt)
 	}
 	token, err := placement.Sign(r.cfg.TokenKey, placement.Claims{Server: srv.ID, Stream: stream, Expires: now.Add(r.cfg.TokenTTL)})
 	if err == nil {
@@ -279,6 +289,37 @@ func (r *Redirector) addrs(id placement.ServerID) (rtmpAddr, httpAddr string) {
 	}
 	r.mu.RUnlock()
 	return rtmpAddr, httpAddr
+}
+
+// wantTLS reports whether the viewer should be sent to RTMPS/HTTPS (where
+// the server reports such a listener): ?tls=1, or ?tls absent and the
+// request came over HTTPS (directly, or per X-Forwarded-Proto from a
+// trusted proxy), so a page served over HTTPS gets HTTPS playlists.
+func (r *Redirector) wantTLS(req *http.Request) bool {
+	switch req.URL.Query().Get("tls") {
+	case "1", "true":
+		return true
+	case "0", "false":
+		return false
+	}
+	if req.TLS != nil {
+		return true
+	}
+	if ap, err := netip.ParseAddrPort(req.RemoteAddr); err == nil && r.trusted(ap.Addr().Unmap()) {
+		return strings.EqualFold(req.Header.Get("X-Forwarded-Proto"), "https")
+	}
+	return false
+}
+
+// tlsAddrs returns where a server serves RTMPS and HTTPS ("" for none), as
+// it reports them.
+func (r *Redirector) tlsAddrs(id placement.ServerID) (rtmpsAddr, httpsAddr string) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if rs := r.relays[id]; rs != nil {
+		return rs.status.RTMPS, rs.status.HTTPS
+	}
+	return "", ""
 }
 
 // MeshRelay is one server in the mesh API.
