@@ -44,7 +44,7 @@ func (f *secureFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.onPublish, "hook-on-publish", "", "URL POSTed before a broadcaster starts; 2xx allows")
 	fs.StringVar(&f.onPlay, "hook-on-play", "", "URL POSTed before a viewer starts (RTMP play, HLS/DASH entry playlist); 2xx allows")
 	fs.StringVar(&f.onUnpublish, "hook-on-unpublish", "", "URL POSTed when a broadcaster stopped (notice)")
-	fs.StringVar(&f.onStop, "hook-on-stop", "", "URL POSTed when an RTMP viewer stopped (notice)")
+	fs.StringVar(&f.onStop, "hook-on-stop", "", "URL POSTed when a viewer stopped (notice; HLS/DASH: 30s without a request)")
 	fs.DurationVar(&f.hookTimeout, "hook-timeout", 0, "timeout of one hook call (default 3s)")
 	fs.BoolVar(&f.hookFailOpen, "hook-fail-open", false, "allow when on_publish/on_play cannot answer in time (default: refuse)")
 }
@@ -191,6 +191,7 @@ func (n *node) serveSecure(ctx, httpCtx context.Context, spawn func(func() error
 	s := &n.sec
 	if s.hooks != nil {
 		go s.hooks.Run(httpCtx)
+		go s.gate.Run(httpCtx)
 	}
 	if s.rtmpsLn != nil {
 		spawn(func() error { return n.server.Serve(ctx, s.rtmpsLn, n.cfg.RTMP.Drain) })

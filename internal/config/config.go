@@ -53,7 +53,7 @@ type Hooks struct {
 	OnPublish   string        `yaml:"on_publish"`   // asked before a broadcaster starts (primary)
 	OnPlay      string        `yaml:"on_play"`      // asked before a viewer starts (RTMP play, HLS/DASH entry playlist)
 	OnUnpublish string        `yaml:"on_unpublish"` // told when a broadcaster stopped
-	OnStop      string        `yaml:"on_stop"`      // told when an RTMP viewer stopped
+	OnStop      string        `yaml:"on_stop"`      // told when a viewer stopped (HLS/DASH: 30s without a request)
 	Timeout     time.Duration `yaml:"timeout"`      // one call (default 3s)
 	FailOpen    bool          `yaml:"fail_open"`    // allow when on_publish/on_play cannot answer (default false: refuse)
 	Queue       int           `yaml:"queue"`        // on_unpublish/on_stop notices waiting at most, then dropped (default 1024)

@@ -49,6 +49,8 @@ type Gate struct {
 	protect map[string]bool
 	all     bool
 	cache   *allowCache
+	// sessions follows HLS/DASH viewers for on_stop.
+	sessions httpSessions
 }
 
 // Errors a refused viewer is told (none contains the credential).

@@ -165,3 +165,22 @@ func TestHTTP(t *testing.T) {
 		t.Errorf("dash time: %d", w.Code)
 	}
 }
+
+func TestHTTPSessionsStop(t *testing.T) {
+	var s httpSessions
+	now := time.Unix(1000, 0)
+	k := sessionKey{"hls", "live", "cam", "192.0.2.1"}
+	s.touch(k, false, hooks.Body{}, now) // a segment without a session: not followed
+	if len(s.expire(now.Add(time.Hour), HTTPIdle)) != 0 {
+		t.Fatal("a session without an entry playlist")
+	}
+	s.touch(k, true, hooks.Body{IP: "192.0.2.1", Proto: "hls", App: "live", Stream: "cam"}, now)
+	s.touch(k, false, hooks.Body{}, now.Add(40*time.Second))
+	if b := s.expire(now.Add(60*time.Second), HTTPIdle); len(b) != 0 {
+		t.Fatalf("stopped while active: %+v", b)
+	}
+	b := s.expire(now.Add(70*time.Second), HTTPIdle)
+	if len(b) != 1 || b[0].Action != hooks.OnStop || b[0].Stream != "cam" || b[0].Duration != "40s" {
+		t.Fatalf("on_stop %+v", b)
+	}
+}

@@ -37,6 +37,8 @@ func DASHPath(app, name, cred string) string {
 // is redirected (302) to the path form, so what it lists carries it too.
 // on_play is asked for index.m3u8 and manifest.mpd only, and an allowing
 // answer is remembered for 30 s per viewer address, stream and query.
+// With on_stop, a viewer's session runs from its entry playlist until it
+// has made no request for HTTPIdle (see Run).
 func (g *Gate) HTTP(next http.Handler) http.Handler {
 	if g == nil {
 		return next
@@ -90,6 +92,11 @@ func (g *Gate) HTTP(next http.Handler) http.Handler {
 			}
 		}
 		entry := file == "index.m3u8" || file == "manifest.mpd"
+		if g.cfg.Hooks.Has(hooks.OnStop) {
+			ip := hostOf(r.RemoteAddr)
+			g.sessions.touch(sessionKey{proto, app, name, ip}, entry, hooks.Body{IP: ip, Proto: proto, App: app, Stream: name,
+				Param: stripCredentials(q).Encode()}, time.Now())
+		}
 		if entry && g.cfg.Hooks.Has(hooks.OnPlay) {
 			b := hooks.Body{Action: hooks.OnPlay, IP: hostOf(r.RemoteAddr), Proto: proto, App: app, Stream: name, Param: r.URL.RawQuery}
 			if fromPath {
