@@ -462,3 +462,62 @@ func TestTLS(t *testing.T) {
 		waitFor(t, addr+" serving the new certificate", 10*time.Second, func() bool { return servedCN(t, addr) == "second" })
 	}
 }
+
+// TestOrchestratorHTTPS: the redirector, mesh API and dashboard over
+// HTTPS, redirects with play tokens, and the certificate reloaded.
+func TestOrchestratorHTTPS(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := certreload.WriteSelfSigned(cert, key, "first"); err != nil {
+		t.Fatal(err)
+	}
+	httpsAddr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- runOrchestrator(ctx, []string{"--http", freeAddr(t), "--https", httpsAddr, "--tls-cert", cert, "--tls-key", key,
+			"--nats-listen", "", "--log-level", "warn", "--dev-ip", "--play-token-secret", "s3cret"})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("orchestrator did not stop")
+		}
+	})
+	ca, err := certreload.ClientConfig(cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: ca},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	base := "https://" + httpsAddr
+	waitFor(t, "the dashboard over HTTPS", 20*time.Second, func() bool {
+		resp, err := c.Get(base + "/")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if code := httpStatus(t, c, base+"/api/v1/mesh"); code != http.StatusOK {
+		t.Errorf("mesh API over HTTPS: %d", code)
+	}
+	resp, err := c.Get(base + "/play/live/cam?proto=hls&ip=198.51.100.7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	v := &playtoken.Verifier{Secrets: [][]byte{[]byte("s3cret")}}
+	if resp.StatusCode != http.StatusFound || v.Verify(tokenOf(t, loc), "live", "cam") != nil || !strings.Contains(loc, "/t/") {
+		t.Errorf("redirect over HTTPS: %d %q", resp.StatusCode, loc)
+	}
+	if err := certreload.WriteSelfSigned(cert, key, "second"); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Second)
+	_ = os.Chtimes(cert, later, later)
+	waitFor(t, "the new certificate", 10*time.Second, func() bool { return servedCN(t, httpsAddr) == "second" })
+}
