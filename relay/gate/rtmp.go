@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"net/url"
 	"sync"
 	"time"
 
@@ -40,17 +41,24 @@ func (h *handler) body(action string, s *rtmp.Session, req *rtmp.StreamRequest) 
 }
 
 func (h *handler) Play(ctx context.Context, s *rtmp.Session, req *rtmp.StreamRequest) (rtmp.MediaSource, error) {
-	if err := h.g.Check(req.App, req.Name, req.Query); err != nil {
+	q := req.Query
+	if q.Get(TokenParam) == "" && q.Get(KeyParam) == "" && s.Connect != nil && s.Connect.Query != "" {
+		// Some clients put the credential on the application
+		// (rtmp://host/live?token=…/cam): it comes with connect.
+		if cq, err := url.ParseQuery(s.Connect.Query); err == nil {
+			q = cq
+		}
+	}
+	if err := h.g.Check(req.App, req.Name, q); err != nil {
 		return nil, rtmp.Status{Level: "error", Code: rtmp.CodePlayFailed, Description: err.Error()}
 	}
 	b := h.body(hooks.OnPlay, s, req)
 	if err := h.g.hook(ctx, b); err != nil {
 		return nil, rtmp.Status{Level: "error", Code: rtmp.CodePlayFailed, Description: err.Error()}
 	}
-	q := stripCredentials(req.Query)
-	if len(q) != len(req.Query) || req.Query.Get(TokenParam) != "" || req.Query.Get(KeyParam) != "" {
+	if sq := stripCredentials(req.Query); len(sq) != len(req.Query) {
 		r := *req
-		r.Query, r.RawQuery = q, q.Encode()
+		r.Query, r.RawQuery = sq, sq.Encode()
 		req = &r
 		b.Param = r.RawQuery
 	}
