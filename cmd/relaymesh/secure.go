@@ -168,7 +168,7 @@ func (n *node) openSecure(server string) (err error) {
 	}
 	s.gate = gate.New(gate.Config{Protect: cfg.Play.Protect, Keys: cfg.Play.Keys, Tokens: tokens, Hooks: s.hooks,
 		Log: n.log.With("component", "gate")})
-	return nil
+	return s.gate.Register(n.http.Registry)
 }
 
 // upstreamCredentials is a relay's relay.UpstreamConfig.Credentials: nil

@@ -314,6 +314,21 @@ func TestPlayAuthorization(t *testing.T) {
 		t.Errorf("DASH with the hook refusing: %d", code)
 	}
 
+	// The refusals are counted by protocol and reason.
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, m := range []string{`relaymesh_gate_refused_total{proto="rtmp",reason="no_credentials"} 1`,
+		`relaymesh_gate_refused_total{proto="hls",reason="token_expired"}`, `relaymesh_gate_refused_total{proto="rtmp",reason="hook_unavailable"} 1`,
+		`relaymesh_hook_calls_total{event="on_play",result="deny"}`} {
+		if !strings.Contains(string(metrics), m) {
+			t.Errorf("metrics lack %s", m)
+		}
+	}
+
 	// on_unpublish when the broadcaster leaves.
 	pub.kill()
 	if b := hk.wait(t, "/on_unpublish", func(b hooks.Body) bool { return b.Stream == "cam" }); b.Duration == "" || b.App != "live" {

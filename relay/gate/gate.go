@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/relaymesh/relaymesh/internal/hooks"
 	"github.com/relaymesh/relaymesh/internal/playtoken"
 )
@@ -51,6 +53,7 @@ type Gate struct {
 	cache   *allowCache
 	// sessions follows HLS/DASH viewers for on_stop.
 	sessions httpSessions
+	refused  *prometheus.CounterVec
 }
 
 // Errors a refused viewer is told (none contains the credential).
@@ -64,7 +67,8 @@ func New(cfg Config) *Gate {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	g := &Gate{cfg: cfg, protect: map[string]bool{}, cache: newAllowCache(4096, 30*time.Second)}
+	g := &Gate{cfg: cfg, protect: map[string]bool{}, cache: newAllowCache(4096, 30*time.Second),
+		refused: prometheus.NewCounterVec(refusalsOpts, []string{"proto", "reason"})}
 	for _, a := range cfg.Protect {
 		if a == "*" {
 			g.all = true

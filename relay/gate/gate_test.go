@@ -3,6 +3,7 @@ package gate
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -182,5 +183,17 @@ func TestHTTPSessionsStop(t *testing.T) {
 	b := s.expire(now.Add(70*time.Second), HTTPIdle)
 	if len(b) != 1 || b[0].Action != hooks.OnStop || b[0].Stream != "cam" || b[0].Duration != "40s" {
 		t.Fatalf("on_stop %+v", b)
+	}
+}
+
+func TestRefusalReasons(t *testing.T) {
+	for err, want := range map[error]string{
+		ErrNoCredentials: "no_credentials", ErrBadKey: "bad_key", playtoken.ErrExpired: "token_expired",
+		playtoken.ErrSignature: "bad_token", &hooks.Denied{Event: hooks.OnPlay, Status: 403}: "hook_refused",
+		fmt.Errorf("%w: x", hooks.ErrUnavailable): "hook_unavailable",
+	} {
+		if got := reason(err); got != want {
+			t.Errorf("reason(%v) = %s, want %s", err, got, want)
+		}
 	}
 }

@@ -82,6 +82,7 @@ func (g *Gate) HTTP(next http.Handler) http.Handler {
 		protected := g.Protected(app)
 		if protected {
 			if err := g.CheckCredential(app, name, cred); err != nil {
+				g.count(proto, err)
 				code := http.StatusForbidden
 				if cred == "" {
 					code = http.StatusUnauthorized
@@ -106,6 +107,7 @@ func (g *Gate) HTTP(next http.Handler) http.Handler {
 			now := time.Now()
 			if !g.cache.allowed(key, now) {
 				if err := g.hook(r.Context(), b); err != nil {
+					g.count(proto, err)
 					refuse(w, http.StatusForbidden, err.Error())
 					return
 				}

@@ -50,10 +50,12 @@ func (h *handler) Play(ctx context.Context, s *rtmp.Session, req *rtmp.StreamReq
 		}
 	}
 	if err := h.g.Check(req.App, req.Name, q); err != nil {
+		h.g.count("rtmp", err)
 		return nil, rtmp.Status{Level: "error", Code: rtmp.CodePlayFailed, Description: err.Error()}
 	}
 	b := h.body(hooks.OnPlay, s, req)
 	if err := h.g.hook(ctx, b); err != nil {
+		h.g.count("rtmp", err)
 		return nil, rtmp.Status{Level: "error", Code: rtmp.CodePlayFailed, Description: err.Error()}
 	}
 	if sq := stripCredentials(req.Query); len(sq) != len(req.Query) {
@@ -74,6 +76,7 @@ func (h *handler) Play(ctx context.Context, s *rtmp.Session, req *rtmp.StreamReq
 func (h *handler) Publish(ctx context.Context, s *rtmp.Session, req *rtmp.StreamRequest) (rtmp.Publisher, error) {
 	b := h.body(hooks.OnPublish, s, req)
 	if err := h.g.hook(ctx, b); err != nil {
+		h.g.count("rtmp_publish", err)
 		return nil, rtmp.Status{Level: "error", Code: rtmp.CodePublishBadName, Description: err.Error()}
 	}
 	p, err := h.Handler.Publish(ctx, s, req)
