@@ -536,3 +536,66 @@ func TestOrchestratorHTTPS(t *testing.T) {
 	_ = os.Chtimes(cert, later, later)
 	waitFor(t, "the new certificate", 10*time.Second, func() bool { return servedCN(t, httpsAddr) == "second" })
 }
+
+// TestPlayTokenThroughMesh: a mesh of processes as an operator runs it
+// (orchestrator with its NATS, a protected primary, a protected relay):
+// the orchestrator opens the relay by demand (its pull from the primary
+// carries the relay's own token), and a viewer sent there by the
+// redirector plays RTMP and HLS with the token of the redirect; without
+// it, it is refused.
+func TestPlayTokenThroughMesh(t *testing.T) {
+	requireTool(t, "ffmpeg")
+	const secret = "mesh-play-s3cret"
+	natsAddr, web := freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	done := make(chan error, 1)
+	go func() {
+		done <- runOrchestrator(ctx, []string{"--http", web, "--nats-listen", natsAddr, "--threshold", "1", "--dev-ip",
+			"--play-token-secret", secret, "--log-level", "warn"})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("orchestrator did not stop")
+		}
+	})
+	c := rdClient{t: t, ctx: ctx, web: "http://" + web}
+	waitFor(t, "the redirector", 20*time.Second, func() bool {
+		var mv redirector.MeshView
+		return c.getJSON("/api/v1/mesh", &mv) == nil
+	})
+	prot := []string{"--play-protect", "live", "--play-token-secret", secret, "--nats", "nats://" + natsAddr}
+	p := startNode(t, runPrimary, "", append([]string{"--publish-key", "cam=s3cret", "--id", "primary", "--location", "eu"}, prot...)...)
+	r := startNode(t, runRelay, "", append([]string{"--id", "relay-as", "--location", "as", "--upstream", "rtmp://" + p.rtmp}, prot...)...)
+	startPublisher(t, "rtmp://"+p.rtmp+"/live/cam?key=s3cret", 80*time.Second, 800)
+	waitLive(t, p, "live", "cam")
+	c.buildDemand("live/cam", []string{ipJP}, "relay-as")
+
+	ch := c.choose("live/cam", ipJP)
+	if ch.Relay != "relay-as" || ch.URL != "rtmp://"+r.rtmp+"/live/cam?token="+ch.PlayToken || ch.PlayToken == "" {
+		t.Fatalf("redirect: %+v", ch)
+	}
+	if st := playStatus(t, r.rtmp, "live", "cam"); st.Code != rtmp.CodePlayFailed {
+		t.Errorf("relay without a token: %+v", st)
+	}
+	if err := decodes(t, ch.URL); err != nil {
+		t.Errorf("RTMP through the relay with the redirect's token: %v", err)
+	}
+	var hls redirector.Choice
+	if err := c.getJSON("/play/live/cam?proto=hls&ip="+ipJP, &hls); err != nil {
+		t.Fatal(err)
+	}
+	if hls.Relay != "relay-as" || !strings.HasPrefix(hls.URL, "http://"+r.http+"/hls/live/cam/t/") {
+		t.Fatalf("hls redirect: %+v", hls)
+	}
+	waitFor(t, "the relay's playlist", 20*time.Second, func() bool { return httpStatus(t, http.DefaultClient, hls.URL) == http.StatusOK })
+	time.Sleep(2 * time.Second)
+	if err := decodes(t, hls.URL, "-live_start_index", "0"); err != nil {
+		t.Errorf("HLS through the relay with the redirect's token: %v", err)
+	}
+	if code := httpStatus(t, http.DefaultClient, "http://"+r.http+"/hls/live/cam/index.m3u8"); code != http.StatusUnauthorized {
+		t.Errorf("HLS without a token: %d", code)
+	}
+}
