@@ -22,7 +22,7 @@ type redirectorFlags struct {
 
 func (f *redirectorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.playSecret, "play-token-secret", "", "secret that signs the play tokens redirects carry (?token=); the relays' and primary's --play-token-secret")
-	fs.DurationVar(&f.playTTL, "play-token-ttl", time.Hour, "lifetime of an issued play token (HLS/DASH viewers need it for as long as they watch)")
+	fs.DurationVar(&f.playTTL, "play-token-ttl", 10*time.Minute, "lifetime of an issued play token: a viewer must start playing within it (a playing one goes on)")
 	fs.DurationVar(&f.step, "play-token-step", time.Minute, "expiries are rounded up to a multiple of this, so viewers of a stream share one token (and CDN cache entries)")
 	fs.StringVar(&f.https, "https", "", "HTTPS listen address serving what --http serves (needs --tls-cert and --tls-key)")
 	fs.StringVar(&f.cert, "tls-cert", "", "PEM certificate chain of --https, re-read when the file changes")

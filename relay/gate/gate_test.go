@@ -171,18 +171,50 @@ func TestHTTPSessionsStop(t *testing.T) {
 	var s httpSessions
 	now := time.Unix(1000, 0)
 	k := sessionKey{"hls", "live", "cam", "192.0.2.1"}
-	s.touch(k, false, hooks.Body{}, now) // a segment without a session: not followed
-	if len(s.expire(now.Add(time.Hour), HTTPIdle)) != 0 {
-		t.Fatal("a session without an entry playlist")
+	s.touch(k, hooks.Body{IP: "192.0.2.1", Proto: "hls", App: "live", Stream: "cam"}, now)
+	s.touch(k, hooks.Body{}, now.Add(40*time.Second))
+	if !s.active(k, now.Add(60*time.Second)) || s.active(k, now.Add(71*time.Second)) {
+		t.Fatal("active")
 	}
-	s.touch(k, true, hooks.Body{IP: "192.0.2.1", Proto: "hls", App: "live", Stream: "cam"}, now)
-	s.touch(k, false, hooks.Body{}, now.Add(40*time.Second))
 	if b := s.expire(now.Add(60*time.Second), HTTPIdle); len(b) != 0 {
 		t.Fatalf("stopped while active: %+v", b)
 	}
 	b := s.expire(now.Add(70*time.Second), HTTPIdle)
 	if len(b) != 1 || b[0].Action != hooks.OnStop || b[0].Stream != "cam" || b[0].Duration != "40s" {
 		t.Fatalf("on_stop %+v", b)
+	}
+}
+
+// A token that expires while its viewer plays keeps it playing; it does
+// not start a session, nor carry one that went idle.
+func TestExpiredTokenCarriesActiveSession(t *testing.T) {
+	g := testGate(nil)
+	h := g.HTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
+	do := func(ip, tok string) int {
+		r := httptest.NewRequest("GET", "/hls/live/cam/t/"+tok+"/seg.m4s", nil)
+		r.RemoteAddr = ip + ":1234"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	soon := playtoken.Sign(secret, "live", "cam", time.Now().Add(1500*time.Millisecond))
+	if c := do("192.0.2.1", soon); c != 200 {
+		t.Fatalf("fresh: %d", c)
+	}
+	time.Sleep(2 * time.Second)
+	if c := do("192.0.2.1", soon); c != 200 {
+		t.Errorf("expired, session active: %d", c)
+	}
+	if c := do("192.0.2.2", soon); c != 403 {
+		t.Errorf("expired, new viewer: %d", c)
+	}
+	old := playtoken.Sign(secret, "live", "cam", time.Now().Add(-SessionMax-time.Minute))
+	if c := do("192.0.2.1", old); c != 403 {
+		t.Errorf("expired beyond SessionMax: %d", c)
+	}
+	g.sessions.expire(time.Now().Add(time.Minute), HTTPIdle)
+	if c := do("192.0.2.1", soon); c != 403 {
+		t.Errorf("expired, session ended: %d", c)
 	}
 }
 

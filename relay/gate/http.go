@@ -37,8 +37,11 @@ func DASHPath(app, name, cred string) string {
 // is redirected (302) to the path form, so what it lists carries it too.
 // on_play is asked for index.m3u8 and manifest.mpd only, and an allowing
 // answer is remembered for 30 s per viewer address, stream and query.
-// With on_stop, a viewer's session runs from its entry playlist until it
-// has made no request for HTTPIdle (see Run).
+// A viewer's session (by address and stream) runs from its first allowed
+// request until it has made none for HTTPIdle (see Run); while it runs,
+// its token keeps it playing past the token's expiry (up to SessionMax),
+// so only starting to play needs an unexpired token. on_stop is told when
+// it ends.
 func (g *Gate) HTTP(next http.Handler) http.Handler {
 	if g == nil {
 		return next
@@ -80,8 +83,11 @@ func (g *Gate) HTTP(next http.Handler) http.Handler {
 			}
 		}
 		protected := g.Protected(app)
+		now := time.Now()
+		ip := hostOf(r.RemoteAddr)
+		sk := sessionKey{proto, app, name, ip}
 		if protected {
-			if err := g.CheckCredential(app, name, cred); err != nil {
+			if err := g.CheckCredential(app, name, cred); err != nil && !g.carriesOn(err, cred, sk, now) {
 				g.count(proto, err)
 				code := http.StatusForbidden
 				if cred == "" {
@@ -93,18 +99,12 @@ func (g *Gate) HTTP(next http.Handler) http.Handler {
 			}
 		}
 		entry := file == "index.m3u8" || file == "manifest.mpd"
-		if g.cfg.Hooks.Has(hooks.OnStop) {
-			ip := hostOf(r.RemoteAddr)
-			g.sessions.touch(sessionKey{proto, app, name, ip}, entry, hooks.Body{IP: ip, Proto: proto, App: app, Stream: name,
-				Param: stripCredentials(q).Encode()}, time.Now())
-		}
 		if entry && g.cfg.Hooks.Has(hooks.OnPlay) {
-			b := hooks.Body{Action: hooks.OnPlay, IP: hostOf(r.RemoteAddr), Proto: proto, App: app, Stream: name, Param: r.URL.RawQuery}
+			b := hooks.Body{Action: hooks.OnPlay, IP: ip, Proto: proto, App: app, Stream: name, Param: r.URL.RawQuery}
 			if fromPath {
 				b.Param = joinQuery(TokenParam+"="+cred, b.Param)
 			}
 			key := proto + "\x00" + app + "\x00" + name + "\x00" + b.IP + "\x00" + b.Param
-			now := time.Now()
 			if !g.cache.allowed(key, now) {
 				if err := g.hook(r.Context(), b); err != nil {
 					g.count(proto, err)
@@ -113,6 +113,9 @@ func (g *Gate) HTTP(next http.Handler) http.Handler {
 				}
 				g.cache.add(key, now)
 			}
+		}
+		if protected || g.cfg.Hooks.Has(hooks.OnStop) {
+			g.sessions.touch(sk, hooks.Body{IP: ip, Proto: proto, App: app, Stream: name, Param: stripCredentials(q).Encode()}, now)
 		}
 		stripped := stripCredentials(q)
 		if !fromPath && protected && cred != "" && len(stripped) != len(q) &&
