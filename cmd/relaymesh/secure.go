@@ -191,8 +191,8 @@ func (n *node) serveSecure(ctx, httpCtx context.Context, spawn func(func() error
 	s := &n.sec
 	if s.hooks != nil {
 		go s.hooks.Run(httpCtx)
-		go s.gate.Run(httpCtx)
 	}
+	go s.gate.Run(httpCtx) // HLS/DASH sessions; returns at once when not needed
 	if s.rtmpsLn != nil {
 		spawn(func() error { return n.server.Serve(ctx, s.rtmpsLn, n.cfg.RTMP.Drain) })
 	}
