@@ -174,7 +174,11 @@ func newConn(nc net.Conn, cfg ConnConfig, log *slog.Logger) *Conn {
 		log = slog.Default()
 	}
 	if cfg.SendBuffer > 0 {
-		if tc, ok := nc.(*net.TCPConn); ok {
+		tcp := nc
+		if tc, ok := nc.(*tls.Conn); ok {
+			tcp = tc.NetConn() // RTMPS: the socket under TLS
+		}
+		if tc, ok := tcp.(*net.TCPConn); ok {
 			_ = tc.SetWriteBuffer(cfg.SendBuffer)
 		}
 	}
