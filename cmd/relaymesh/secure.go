@@ -166,7 +166,7 @@ func (n *node) openSecure(server string) (err error) {
 			tokens.Secrets = append(tokens.Secrets, []byte(p))
 		}
 	}
-	if len(cfg.Play.Protect) > 0 && cfg.Play.TokenSecret == "" && len(cfg.Play.Keys) == 0 && !hc.Enabled() {
+	if len(cfg.Play.Protect) > 0 && cfg.Play.TokenSecret == "" && len(cfg.Play.Keys) == 0 {
 		n.log.Warn("play.protect is set but there is no play token secret or key: every viewer of those apps will be refused")
 	}
 	s.gate = gate.New(gate.Config{Protect: cfg.Play.Protect, Keys: cfg.Play.Keys, Tokens: tokens, Hooks: s.hooks,
