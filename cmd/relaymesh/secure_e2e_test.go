@@ -599,3 +599,49 @@ func TestPlayTokenThroughMesh(t *testing.T) {
 		t.Errorf("HLS without a token: %d", code)
 	}
 }
+
+// publishStatus publishes app/name (name may carry ?query) and returns
+// the status answered: Publish.Start, or the refusal.
+func publishStatus(t *testing.T, addr, app, name string) rtmp.Status {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cc, err := rtmp.Dial(ctx, rtmp.URL{Host: addr, App: app}, rtmp.ConnConfig{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	defer cc.Close(nil)
+	if _, err := cc.Publish(ctx, name); err != nil {
+		var st rtmp.Status
+		if errors.As(err, &st) {
+			return st
+		}
+		t.Fatalf("publish %s/%s on %s: %v", app, name, addr, err)
+	}
+	return rtmp.Status{Level: "status", Code: rtmp.CodePublishStart}
+}
+
+// TestPublishHook: on_publish's answer decides, a timeout refuses
+// (fail-closed), and the publish key is still checked after it allows.
+func TestPublishHook(t *testing.T) {
+	hk := newHookServer(t)
+	p := startNode(t, runPrimary, "", "--publish-key", "cam=s3cret", "--hook-on-publish", hk.url+"/on_publish", "--hook-timeout", "300ms")
+	hk.set("/on_publish", http.StatusForbidden, 0)
+	if st := publishStatus(t, p.rtmp, "live", "cam?key=s3cret"); st.Code != rtmp.CodePublishBadName || !strings.Contains(st.Description, "on_publish hook (HTTP 403)") {
+		t.Errorf("hook refusing: %+v", st)
+	}
+	hk.set("/on_publish", http.StatusNoContent, 2*time.Second)
+	if st := publishStatus(t, p.rtmp, "live", "cam?key=s3cret"); st.Code != rtmp.CodePublishBadName || !strings.Contains(st.Description, "did not answer") {
+		t.Errorf("hook timing out: %+v", st)
+	}
+	hk.set("/on_publish", http.StatusOK, 0)
+	if st := publishStatus(t, p.rtmp, "live", "cam?key=wrong"); st.Code == rtmp.CodePublishStart {
+		t.Errorf("hook allowing a wrong key: %+v", st)
+	}
+	if st := publishStatus(t, p.rtmp, "live", "cam?key=s3cret"); st.Code != rtmp.CodePublishStart {
+		t.Errorf("hook allowing: %+v", st)
+	}
+	if b := hk.wait(t, "/on_publish", func(b hooks.Body) bool { return b.Param == "key=wrong" }); b.Stream != "cam" || b.Action != hooks.OnPublish {
+		t.Errorf("body %+v", b)
+	}
+}
