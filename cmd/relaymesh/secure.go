@@ -94,6 +94,11 @@ func (f *secureFlags) apply(set map[string]bool, cfg *config.Config) error {
 		}
 		cfg.Play.Keys[name] = key
 	}
+	for name, key := range cfg.Play.Keys {
+		if !gate.PathSafe(key) {
+			return fmt.Errorf("play key of %q: use up to 256 of A-Z a-z 0-9 . _ ~ - (it goes into HLS/DASH paths)", name)
+		}
+	}
 	if (cfg.RTMP.TLSListen != "" || cfg.HTTP.TLSListen != "") && (cfg.TLS.Cert == "" || cfg.TLS.Key == "") {
 		return fmt.Errorf("--rtmps and --https need --tls-cert and --tls-key (tls.cert, tls.key)")
 	}

@@ -218,6 +218,15 @@ func TestExpiredTokenCarriesActiveSession(t *testing.T) {
 	}
 }
 
+func TestPathSafe(t *testing.T) {
+	for s, want := range map[string]bool{"abc-DEF_1.2~": true, playtoken.Sign(secret, "a", "b", time.Now()): true,
+		"": false, ".": false, "..": false, "a/b": false, "a%2Fb": false, "a b": false, "a?b": false} {
+		if PathSafe(s) != want {
+			t.Errorf("PathSafe(%q) = %v", s, !want)
+		}
+	}
+}
+
 func TestRefusalReasons(t *testing.T) {
 	for err, want := range map[error]string{
 		ErrNoCredentials: "no_credentials", ErrBadKey: "bad_key", playtoken.ErrExpired: "token_expired",

@@ -118,7 +118,7 @@ func (g *Gate) HTTP(next http.Handler) http.Handler {
 			g.sessions.touch(sk, hooks.Body{IP: ip, Proto: proto, App: app, Stream: name, Param: stripCredentials(q).Encode()}, now)
 		}
 		stripped := stripCredentials(q)
-		if !fromPath && protected && cred != "" && len(stripped) != len(q) &&
+		if !fromPath && protected && PathSafe(cred) && len(stripped) != len(q) &&
 			(strings.HasSuffix(file, ".m3u8") || strings.HasSuffix(file, ".mpd")) {
 			// Move the credential from the query into the path.
 			loc := "/" + proto + "/" + app + "/" + name + "/" + PathSegment + "/" + cred + "/" + file
@@ -132,6 +132,24 @@ func (g *Gate) HTTP(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// PathSafe reports whether a credential can be a path segment as it is:
+// non-empty, at most 256 of [A-Za-z0-9._~-], not "." or "..". Tokens
+// always are; play keys must be (config check).
+func PathSafe(s string) bool {
+	if s == "" || len(s) > 256 || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '~', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func joinQuery(a, b string) string {
