@@ -58,7 +58,7 @@ type Gate struct {
 
 // Errors a refused viewer is told (none contains the credential).
 var (
-	ErrNoCredentials = errors.New("this stream needs a play token (?token=) or key (?key=)")
+	ErrNoCredentials = errors.New("this stream needs a play token or key")
 	ErrBadKey        = errors.New("wrong play key")
 )
 
