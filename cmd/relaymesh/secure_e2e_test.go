@@ -237,6 +237,9 @@ func TestPlayAuthorization(t *testing.T) {
 			t.Errorf("%s without token: %+v", addr, st)
 		}
 	}
+	if err := decodes(t, "rtmp://"+r.rtmp+"/live/cam"); err == nil || !strings.Contains(err.Error(), "needs a play token") {
+		t.Errorf("ffmpeg without token through the relay: %v", err)
+	}
 	// The redirector's token plays through the relay, and on the primary.
 	tok := tokenOf(t, redirectorLocation(t, secret, "live", "cam", "rtmp"))
 	if st := playStatus(t, r.rtmp, "live", "cam?token="+tok); st.Code != rtmp.CodePlayStart {
@@ -321,7 +324,7 @@ func TestPlayAuthorization(t *testing.T) {
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, m := range []string{`relaymesh_gate_refused_total{proto="rtmp",reason="no_credentials"} 1`,
+	for _, m := range []string{`relaymesh_gate_refused_total{proto="rtmp",reason="no_credentials"} 2`,
 		`relaymesh_gate_refused_total{proto="hls",reason="token_expired"}`, `relaymesh_gate_refused_total{proto="rtmp",reason="hook_unavailable"} 1`,
 		`relaymesh_hook_calls_total{event="on_play",result="deny"}`} {
 		if !strings.Contains(string(metrics), m) {
