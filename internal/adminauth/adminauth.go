@@ -43,13 +43,18 @@ func IsStatus(r *http.Request) bool {
 	return strings.HasPrefix(p, "/api/") || p == "/metrics" || strings.HasPrefix(p, "/debug/")
 }
 
-// authorized checks the bearer token in constant time.
+// authorized checks the bearer token, or the password of basic auth (any
+// user name), in constant time.
 func (p Policy) authorized(r *http.Request) bool {
-	a := r.Header.Get("Authorization")
-	if len(a) < 7 || !strings.EqualFold(a[:7], "bearer ") {
+	got := ""
+	if _, pw, ok := r.BasicAuth(); ok {
+		got = pw
+	} else if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		got = strings.TrimSpace(a[7:])
+	} else {
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(a[7:])), []byte(p.Token)) == 1
+	return subtle.ConstantTimeCompare([]byte(got), []byte(p.Token)) == 1
 }
 
 func loopback(r *http.Request) bool {

@@ -45,6 +45,14 @@ func TestPolicy(t *testing.T) {
 		{"separate: status private", Policy{Separate: true, PrivateStatus: true}, false, "GET", "/api/v1/streams", local, "", 404},
 		{"separate: admin status", Policy{Separate: true, PrivateStatus: true}, true, "GET", "/api/v1/streams", remote, "", 200},
 	}
+	basic := httptest.NewRequest("POST", call, nil)
+	basic.RemoteAddr = remote
+	basic.SetBasicAuth("admin", "s")
+	w := httptest.NewRecorder()
+	Policy{Token: "s"}.Public(ok).ServeHTTP(w, basic)
+	if w.Code != 200 {
+		t.Errorf("basic auth with the token as password: %d", w.Code)
+	}
 	for _, c := range cases {
 		h := c.p.Public(ok)
 		if c.admin {
