@@ -1,8 +1,8 @@
 // Package adminauth keeps the HTTP API that changes state (RPC calls,
-// shared-object writes, drains: every request under /api/ that is not
-// GET, HEAD or OPTIONS) apart from the public surface (HLS/DASH, /healthz,
-// and read-only status where configured): behind a bearer token, on a
-// listener of its own, or both.
+// shared-object writes, drains: every request that is not GET, HEAD or
+// OPTIONS, wherever it is mounted) apart from the public surface
+// (HLS/DASH, /healthz, and read-only status where configured): behind a
+// bearer token, on a listener of its own, or both.
 package adminauth
 
 import (
@@ -25,11 +25,9 @@ type Policy struct {
 	PrivateStatus bool
 }
 
-// IsAdmin reports whether r changes state through the API.
+// IsAdmin reports whether r may change state: any method but GET, HEAD
+// and OPTIONS, so a handler added later is guarded without a list to keep.
 func IsAdmin(r *http.Request) bool {
-	if !strings.HasPrefix(r.URL.Path, "/api/") {
-		return false
-	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return false

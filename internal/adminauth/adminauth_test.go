@@ -33,6 +33,7 @@ func TestPolicy(t *testing.T) {
 		{"token: status private", Policy{Token: "s", PrivateStatus: true}, false, "GET", "/metrics", remote, "", 401},
 		{"token: healthz", Policy{Token: "s", PrivateStatus: true}, false, "GET", "/healthz", remote, "", 200},
 		{"token: hls", Policy{Token: "s"}, false, "GET", "/hls/live/cam/index.m3u8", remote, "", 200},
+		{"token: a POST anywhere", Policy{Token: "s"}, false, "POST", "/drain", remote, "", 401},
 		{"default: loopback", Policy{}, false, "POST", call, local, "", 200},
 		{"default: remote", Policy{}, false, "POST", call, remote, "", 401},
 		{"separate: public", Policy{Separate: true}, false, "POST", call, local, "", 404},
