@@ -7,11 +7,22 @@ FUZZTIME  ?= 30s
 TESTFUZZTIME ?= 3s
 PEER_VIEWERS  ?= 500,1000
 PEER_DURATION ?= 20s
+# Extra linker flags of make build (the container build sets the revision).
+LDFLAGS   ?=
+IMAGE     ?= relaymesh:latest
+REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-.PHONY: build run test test-unit fuzz-brief fuzz bench bench-peer vet clean
+.PHONY: build run test test-unit fuzz-brief fuzz bench bench-peer vet clean image
 
 build:
-	$(GO) build -o $(BIN) ./cmd/relaymesh
+	$(GO) build $(if $(LDFLAGS),-ldflags "$(LDFLAGS)") -o $(BIN) ./cmd/relaymesh
+
+# The container image (docs/deploy/Dockerfile runs make build with cgo off
+# on a distroless base). Needs a Docker engine: docker build talks to it.
+image:
+	@command -v docker >/dev/null 2>&1 || { echo "make image needs Docker (the docker CLI and a running Docker engine); it builds docs/deploy/Dockerfile" >&2; exit 1; }
+	@docker info >/dev/null 2>&1 || { echo "make image: no Docker engine answers (is dockerd running, may this user use it?)" >&2; exit 1; }
+	DOCKER_BUILDKIT=1 docker build -f docs/deploy/Dockerfile --build-arg REVISION=$(REVISION) -t $(IMAGE) .
 
 run: build
 	./$(BIN) dev

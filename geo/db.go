@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
 	"time"
@@ -61,6 +62,11 @@ type Metadata struct {
 func Open(path string, opts OpenOptions) (*DB, error) {
 	data, err := readBounded(path, opts.maxSize())
 	if err != nil {
+		// os errors carry "open PATH" already: say it once.
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Path == path {
+			err = pe.Err
+		}
 		return nil, fmt.Errorf("geo: open %s: %w", path, err)
 	}
 	return openBytes(data, path, opts)

@@ -379,3 +379,12 @@ func benchLookup(b *testing.B, db *DB, a netip.Addr) {
 		}
 	}
 }
+
+// A missing file says "open PATH" once, and still wraps fs.ErrNotExist.
+func TestOpenMissingFileSaysPathOnce(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "none.mmdb")
+	_, err := Open(p, OpenOptions{})
+	if err == nil || strings.Count(err.Error(), p) != 1 || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("%v", err)
+	}
+}

@@ -72,6 +72,10 @@ type Config struct {
 	// ViewerWindow is how long a client counts as a viewer after its last
 	// request (default 30s).
 	ViewerWindow time.Duration
+	// AudienceWindow is how long a client counts in the audience reported
+	// to the control plane (Packager.Audience) after its last request: a few
+	// playlist reloads (default 6s).
+	AudienceWindow time.Duration
 	// MaxViewersTracked bounds the viewer table of one stream (default 100000);
 	// beyond it new clients are served but not counted.
 	MaxViewersTracked int
@@ -79,6 +83,9 @@ type Config struct {
 	// of the time URL written into DASH manifests; by default it is derived
 	// from the request.
 	PublicBaseURL string
+	// Steering, when set, gives the content steering of a stream (nil for
+	// none): steering.go writes it into the multivariant playlist and MPD.
+	Steering func(app, name string) *Steering
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -112,6 +119,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ViewerWindow <= 0 {
 		c.ViewerWindow = 30 * time.Second
+	}
+	if c.AudienceWindow <= 0 {
+		c.AudienceWindow = 6 * time.Second
 	}
 	if c.MaxViewersTracked <= 0 {
 		c.MaxViewersTracked = 100000

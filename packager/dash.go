@@ -85,6 +85,7 @@ func (st *stream) manifest(base string) ([]byte, error) {
 		mpd.AppendPeriod(st.period(segs[k].sess, segs[k:j]))
 		k = j
 	}
+	st.steerMPD(mpd, base) // steering.go
 	var buf bytes.Buffer
 	if _, err := mpd.Write(&buf, "  ", true); err != nil {
 		return nil, err

@@ -85,7 +85,12 @@ func (p *Packager) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
 	setCORS(w.Header())
 	rend := "playlist"
+	var aud *audience // set once the stream is known
+	proto := ""
 	defer func() {
+		if aud != nil {
+			aud.served(protoIndex(proto), sw.bytes)
+		}
 		code := sw.code
 		if code == 0 {
 			code = http.StatusOK
@@ -106,7 +111,6 @@ func (p *Packager) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	path := r.URL.Path
-	var proto string
 	switch {
 	case strings.HasPrefix(path, "/hls/"):
 		proto, path = "hls", path[len("/hls/"):]
@@ -148,8 +152,11 @@ func (p *Packager) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	n := st.viewers.touch(viewerKey(r), p.now())
+	key, now := viewerKey(r), p.now()
+	n := st.viewers.touch(key, now)
 	p.m.viewers.WithLabelValues(app, name).Set(float64(n))
+	aud = st.audience
+	aud.touch(protoIndex(proto), key, now)
 	st.serve(sw, r, req)
 }
 

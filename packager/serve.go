@@ -76,7 +76,7 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 	out, err := st.render(key, kind, func() ([]byte, error) {
 		switch req.kind {
 		case fileMultivariant:
-			return st.multivariant()
+			return st.steerHLS(st.multivariant())
 		case fileMedia:
 			return st.mediaPlaylist(req.rend)
 		}

@@ -27,6 +27,7 @@ type stream struct {
 	startErr   error
 	lastAccess atomic.Int64 // unix nanoseconds
 	viewers    *viewerSet
+	audience   *audience // by protocol, over AudienceWindow (audience.go)
 
 	mu      sync.Mutex
 	seg     *segmenter
@@ -60,6 +61,7 @@ func (p *Packager) newStream(app, name string) *stream {
 		changed: make(chan struct{}),
 		cache:   make(map[string]*rendered),
 	}
+	st.audience = newAudience(p.cfg.AudienceWindow, p.cfg.MaxViewersTracked)
 	hls := st.app_.HLS
 	st.seg = newSegmenter(segmenterConfig{
 		segMin:     p.cfg.SegmentMinDuration.Milliseconds(),

@@ -12,16 +12,27 @@ import (
 // PublishFunc accepts or refuses a broadcaster (the primary's ingest).
 type PublishFunc func(ctx context.Context, s *rtmp.Session, req *rtmp.StreamRequest) (rtmp.Publisher, error)
 
-// MessageFunc receives what is neither publish nor play: shared-object
-// messages, RPC calls and results.
-type MessageFunc func(ctx context.Context, s *rtmp.Session, m rtmp.Message)
+// Sessions is what a server keeps beside media for each connection: shared
+// objects and RPC (the primary's authority, a relay's proxy of it). The
+// handler calls it from the connection's read goroutine.
+type Sessions interface {
+	// Connected: the connect was accepted.
+	Connected(s *rtmp.Session, req *rtmp.ConnectRequest)
+	// Published: the connection became a stream's broadcaster.
+	Published(s *rtmp.Session)
+	// Message gets what is neither publish nor play: shared-object
+	// messages, RPC calls and results.
+	Message(ctx context.Context, s *rtmp.Session, m rtmp.Message)
+	// Closed: the connection ended.
+	Closed(s *rtmp.Session)
+}
 
 // Options configure the RTMP side of a primary or a relay.
 type Options struct {
 	Hubs     *hub.Registry
 	Upstream *Upstream   // relays: where streams are pulled from; nil on the primary
 	Publish  PublishFunc // the primary: accepts broadcasters; nil on relays (publish refused)
-	Messages MessageFunc // optional
+	Sessions Sessions    // shared objects and RPC; optional
 	// Grace keeps viewers connected after the broadcaster stops, waiting for
 	// it to come back (default 30s).
 	Grace time.Duration
@@ -47,6 +58,9 @@ func NewHandler(o Options) *Handler {
 
 // Connect accepts every application: streams are named by app and name.
 func (h *Handler) Connect(ctx context.Context, s *rtmp.Session, req *rtmp.ConnectRequest) error {
+	if h.o.Sessions != nil {
+		h.o.Sessions.Connected(s, req)
+	}
 	return nil
 }
 
@@ -55,17 +69,15 @@ func (h *Handler) Publish(ctx context.Context, s *rtmp.Session, req *rtmp.Stream
 	if h.o.Publish == nil {
 		return nil, rtmp.Status{Level: "error", Code: rtmp.CodePublishBadName, Description: "this server is a relay: publish to the primary"}
 	}
-	return h.o.Publish(ctx, s, req)
+	p, err := h.o.Publish(ctx, s, req)
+	if err == nil && h.o.Sessions != nil {
+		h.o.Sessions.Published(s)
+	}
+	return p, err
 }
 
 // IsRelay reports whether the session is a downstream relay.
-func IsRelay(s *rtmp.Session) bool {
-	if s.Connect == nil || s.Connect.Object == nil {
-		return false
-	}
-	_, ok := s.Connect.Object[RelayMarker]
-	return ok
-}
+func IsRelay(s *rtmp.Session) bool { return s.Connect.FromRelay() }
 
 // Play serves a viewer (drop policy) or a downstream relay (every frame)
 // from the stream's hub, pulling it from upstream first on a relay.
@@ -87,12 +99,16 @@ func (h *Handler) Play(ctx context.Context, s *rtmp.Session, req *rtmp.StreamReq
 	return newViewer(hb, s.Notify(), hub.SubscribeOptions{Lossless: IsRelay(s), ID: s.ID, Addr: s.RemoteAddr()}, h.o.Grace), nil
 }
 
-// Message passes shared-object and RPC traffic to Options.Messages.
+// Message passes shared-object and RPC traffic to Options.Sessions.
 func (h *Handler) Message(ctx context.Context, s *rtmp.Session, m rtmp.Message) {
-	if h.o.Messages != nil {
-		h.o.Messages(ctx, s, m)
+	if h.o.Sessions != nil {
+		h.o.Sessions.Message(ctx, s, m)
 	}
 }
 
 // Closed is called when a session ends.
-func (h *Handler) Closed(s *rtmp.Session, err error) {}
+func (h *Handler) Closed(s *rtmp.Session, err error) {
+	if h.o.Sessions != nil {
+		h.o.Sessions.Closed(s)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/relaymesh/relaymesh/internal/amf"
@@ -54,10 +55,6 @@ func (c UpstreamConfig) WithDefaults() UpstreamConfig {
 	return c
 }
 
-// RelayMarker is the connect-object property by which a downstream relay
-// identifies itself; an upstream serves it every frame (no drop policy).
-const RelayMarker = "relaymeshRelay"
-
 // Upstream runs one pull per stream: one upstream connection however many
 // local viewers, started by the first and kept while viewers remain (plus
 // Linger), reconnecting with backoff when the upstream drops.
@@ -70,6 +67,8 @@ type Upstream struct {
 	mu    sync.Mutex
 	url   rtmp.URL
 	pulls map[string]*pull
+
+	reconnects atomic.Uint64 // attempts after a pull's first (UpstreamReconnects)
 }
 
 // NewUpstream returns a puller that writes into hubs. ctx bounds every pull.
@@ -116,6 +115,10 @@ type pull struct {
 	// upstream, whose chain leads to the primary whatever the placements.
 	parent rtmp.URL
 	from   string // the host of the current attempt
+	// playing says the upstream plays the stream now; lastErr is why the
+	// last attempt ended (guarded by u.mu, for /healthz and the API).
+	playing bool
+	lastErr error
 
 	started  chan struct{} // closed once the first attempt succeeded or failed
 	startErr error
@@ -129,6 +132,10 @@ type PullInfo struct {
 	Upstream string `json:"upstream"`
 	Live     bool   `json:"live"`
 	Held     bool   `json:"held"`
+	// Playing says the upstream plays the stream now (connected, whether or
+	// not its publisher sends); LastError is why the last attempt ended.
+	Playing   bool   `json:"playing"`
+	LastError string `json:"last_error,omitempty"`
 }
 
 // Pulls lists the running pulls.
@@ -137,9 +144,31 @@ func (u *Upstream) Pulls() []PullInfo {
 	defer u.mu.Unlock()
 	out := make([]PullInfo, 0, len(u.pulls))
 	for _, p := range u.pulls {
-		out = append(out, PullInfo{App: p.app, Name: p.name, Upstream: p.from, Live: p.hub.Live(), Held: p.hold})
+		pi := PullInfo{App: p.app, Name: p.name, Upstream: p.from, Live: p.hub.Live(), Held: p.hold, Playing: p.playing}
+		if p.lastErr != nil {
+			pi.LastError = p.lastErr.Error()
+		}
+		out = append(out, pi)
 	}
 	return out
+}
+
+// UpstreamReconnects counts the attempts made after a pull's first one.
+func (u *Upstream) UpstreamReconnects() uint64 { return u.reconnects.Load() }
+
+// HeldHealth reports the streams held for the orchestrator (Hold) that the
+// upstream does not play at the moment, after at least one failed attempt:
+// the relay cannot serve what it was told to hold.
+func (u *Upstream) HeldHealth() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var errs []error
+	for key, p := range u.pulls {
+		if p.hold && !p.playing && p.lastErr != nil {
+			errs = append(errs, fmt.Errorf("%s: upstream %s: %w", key, p.from, p.lastErr))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Ensure starts pulling app/name if it is not pulled yet and waits until the
@@ -177,6 +206,17 @@ func (u *Upstream) Hold(ctx context.Context, app, name, parent string) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// PullDone returns a channel closed when the running pull of app/name ends
+// (released, lingered out, refused), or nil when none runs.
+func (u *Upstream) PullDone(app, name string) <-chan struct{} {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if p := u.pulls[app+"/"+name]; p != nil {
+		return p.done
+	}
+	return nil
 }
 
 // Release ends a pull (held or not) now.
@@ -245,6 +285,9 @@ func (p *pull) run(ctx context.Context, url rtmp.URL) {
 		if p.hub.Live() {
 			p.hub.End()
 		}
+		p.u.mu.Lock()
+		p.playing, p.lastErr = false, err
+		p.u.mu.Unlock()
 		if ctx.Err() != nil {
 			return
 		}
@@ -260,6 +303,7 @@ func (p *pull) run(ctx context.Context, url rtmp.URL) {
 				return
 			}
 		}
+		p.u.reconnects.Add(1)
 		p.log.Info("upstream lost, reconnecting", "err", err, "in", backoff)
 		if playing {
 			backoff = p.u.cfg.BackoffMin
@@ -313,7 +357,7 @@ func (p *pull) lingerWatch(ctx context.Context) {
 // reports whether playback started.
 func (p *pull) once(ctx context.Context, url rtmp.URL, onStart func()) (bool, error) {
 	cfg := p.u.cfg.Conn
-	cfg.ConnectProps = map[string]any{RelayMarker: p.u.cfg.RelayID}
+	cfg.ConnectProps = map[string]any{rtmp.RelayMarker: p.u.cfg.RelayID}
 	url.App, url.Name, url.Query = p.app, p.name, p.query
 	if p.u.cfg.Credentials != nil {
 		url.Query = p.u.cfg.Credentials(p.app, p.name)
@@ -329,6 +373,9 @@ func (p *pull) once(ctx context.Context, url rtmp.URL, onStart func()) (bool, er
 		return false, err
 	}
 	onStart()
+	p.u.mu.Lock()
+	p.playing, p.lastErr = true, nil
+	p.u.mu.Unlock()
 	p.log.Info("pulling from upstream", "upstream", url.Host)
 	cc.SetReadTimeout(0)
 	addr := url.Host

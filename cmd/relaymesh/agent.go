@@ -2,68 +2,45 @@ package main
 
 import (
 	"context"
-	"flag"
 	"log/slog"
 	"time"
 
 	"github.com/relaymesh/relaymesh/ingest"
 	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/internal/config"
 	"github.com/relaymesh/relaymesh/relay/agent"
 )
 
-// agentFlags join a standalone primary or relay to the mesh's NATS bus.
-type agentFlags struct {
-	urls, creds, nkey, ca, cert, key string
-	advRTMP, advHTTP                 string
-	advRTMPS, advHTTPS               string
-	capViewers                       int
-	capMbps                          float64
-}
-
-func (a *agentFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&a.urls, "nats", "", "NATS cluster URLs (nats://host:4222,…): report status to the orchestrator and obey its commands; empty: no control plane")
-	fs.StringVar(&a.creds, "nats-creds", "", "NATS credentials file")
-	fs.StringVar(&a.nkey, "nats-nkey", "", "NATS NKey seed file")
-	fs.StringVar(&a.ca, "nats-ca", "", "CA bundle that signs the NATS servers' certificates")
-	fs.StringVar(&a.cert, "nats-cert", "", "client certificate for NATS (with --nats-key)")
-	fs.StringVar(&a.key, "nats-key", "", "client key for NATS")
-	fs.StringVar(&a.advRTMP, "advertise-rtmp", "", "host:port viewers reach the RTMP listener at (default: the listen address)")
-	fs.StringVar(&a.advHTTP, "advertise-http", "", "host:port viewers reach the HTTP listener at (default: the listen address)")
-	fs.StringVar(&a.advRTMPS, "advertise-rtmps", "", "host:port viewers reach the RTMPS listener at (default: the --rtmps address)")
-	fs.StringVar(&a.advHTTPS, "advertise-https", "", "host:port viewers reach the HTTPS listener at (default: the --https address)")
-	fs.IntVar(&a.capViewers, "capacity-viewers", 0, "viewers this server takes before the orchestrator looks elsewhere (0: unlimited)")
-	fs.Float64Var(&a.capMbps, "capacity-mbps", 0, "Mbit/s this server sends before the orchestrator looks elsewhere (0: unlimited)")
-}
-
-// start runs the agent in the background when --nats was given and returns
-// its bus connection, which the caller closes last (after persistent shared
-// objects are saved). The data plane never waits for it: connecting retries
-// forever and a missing bus only means no status reports.
-func (a *agentFlags) start(ctx context.Context, n *node, id, location string, puller agent.Puller, log *slog.Logger) (*bus.Conn, error) {
-	if a.urls == "" {
+// startAgent runs the agent in the background when nats.urls is set and
+// returns its bus connection, which the caller closes last (after persistent
+// shared objects are saved). The data plane never waits for it: connecting
+// retries forever and a missing bus only means no status reports.
+func startAgent(ctx context.Context, cfg config.Config, n *node, id, location string, puller agent.Puller, log *slog.Logger) (*bus.Conn, error) {
+	nc := cfg.NATS
+	if nc.URLs == "" {
 		return nil, nil
 	}
-	rtmpAddr, httpAddr := a.advRTMP, a.advHTTP
+	rtmpAddr, httpAddr := cfg.Advertise.RTMP, cfg.Advertise.HTTP
 	if rtmpAddr == "" {
 		rtmpAddr = n.rtmpLn.Addr().String()
 	}
 	if httpAddr == "" {
 		httpAddr = n.httpLn.Addr().String()
 	}
-	rtmpsAddr, httpsAddr := a.advRTMPS, a.advHTTPS
+	rtmpsAddr, httpsAddr := cfg.Advertise.RTMPS, cfg.Advertise.HTTPS
 	if rtmpsAddr == "" && n.sec.rtmpsLn != nil {
 		rtmpsAddr = n.sec.rtmpsLn.Addr().String()
 	}
 	if httpsAddr == "" && n.sec.httpsLn != nil {
 		httpsAddr = n.sec.httpsLn.Addr().String()
 	}
-	conn, err := bus.Connect(bus.Options{URLs: a.urls, Name: id, CredsFile: a.creds, NKeyFile: a.nkey,
-		CAFile: a.ca, CertFile: a.cert, KeyFile: a.key}, log)
+	conn, err := bus.Connect(bus.Options{URLs: nc.URLs, Name: id, CredsFile: nc.Creds, NKeyFile: nc.NKey,
+		CAFile: nc.CA, CertFile: nc.Cert, KeyFile: nc.Key}, log)
 	if err != nil {
 		return nil, err
 	}
 	ag, err := agent.New(agent.Config{ID: id, Location: location, RTMP: rtmpAddr, HTTP: httpAddr, RTMPS: rtmpsAddr, HTTPS: httpsAddr,
-		CapacityViewers: a.capViewers, CapacityMbps: a.capMbps}, conn, agent.HubStats(n.hubs), puller, log)
+		CapacityViewers: cfg.Capacity.Viewers, CapacityMbps: cfg.Capacity.Mbps}, conn, n.stats(), puller, log)
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -73,7 +50,7 @@ func (a *agentFlags) start(ctx context.Context, n *node, id, location string, pu
 			log.Warn("agent stopped", "err", err)
 		}
 	}()
-	log.Info("reporting to the control plane", "nats", a.urls, "id", id)
+	log.Info("reporting to the control plane", "nats", nc.URLs, "id", id)
 	return conn, nil
 }
 

@@ -9,7 +9,8 @@ import (
 	"os"
 	"time"
 
-	mrpc "github.com/relaymesh/relaymesh/internal/rpc"
+	"github.com/relaymesh/relaymesh/internal/redact"
+	"github.com/relaymesh/relaymesh/internal/rpc"
 )
 
 func init() {
@@ -33,7 +34,7 @@ func runCall(ctx context.Context, args []string) error {
 	method := pos[0]
 	callArgs := make([]any, 0, len(pos)-1)
 	for _, a := range pos[1:] {
-		v, err := mrpc.ParseJSON([]byte(a))
+		v, err := rpc.ParseJSON([]byte(a))
 		if err != nil {
 			v = a
 		}
@@ -41,8 +42,8 @@ func runCall(ctx context.Context, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := mrpc.Dial(ctx, url, mrpc.ClientConfig{Log: log})
+	log := slog.New(redact.Handler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	c, err := rpc.Dial(ctx, url, rpc.ClientConfig{Log: log})
 	if err != nil {
 		return err
 	}
@@ -51,7 +52,7 @@ func runCall(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	js, err := mrpc.ToJSON(v)
+	js, err := rpc.ToJSON(v)
 	if err != nil {
 		return err
 	}

@@ -3,11 +3,20 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/relaymesh/relaymesh/internal/config"
+	"github.com/relaymesh/relaymesh/topology/graph"
 	"github.com/relaymesh/relaymesh/topology/redirector"
 )
 
@@ -101,6 +110,11 @@ func TestDevMeshAnswers(t *testing.T) {
 	stop()
 }
 
+// devTestArgs are dev's flags with every port free (tests run side by side).
+func devTestArgs(more ...string) []string {
+	return append([]string{"--rtmp", "127.0.0.1:0", "--http", "127.0.0.1:0", "--primary-http", "127.0.0.1:0", "--relay-base-port", "0"}, more...)
+}
+
 // startDev runs the development mesh (devMain) until stop, which cancels
 // ctx and checks that the mesh shuts down cleanly; it returns the
 // redirector's address once everything listens.
@@ -109,7 +123,7 @@ func startDev(t *testing.T, ctx context.Context, cancel context.CancelFunc) (add
 	addrCh := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- devMain(ctx, []string{"--http", "127.0.0.1:0", "--log-level", "warn"}, func(a string) { addrCh <- a })
+		done <- devMain(ctx, devTestArgs("--log-level", "warn"), io.Discard, func(a string) { addrCh <- a })
 	}()
 	select {
 	case addr = <-addrCh:
@@ -129,5 +143,118 @@ func startDev(t *testing.T, ctx context.Context, cancel context.CancelFunc) (add
 				t.Error("dev did not stop")
 			}
 		})
+	}
+}
+
+// devNodeFree is a dev-mesh server with the default configuration on free
+// loopback ports.
+func devNodeFree(s graph.Server, log *slog.Logger) (*node, error) {
+	cfg := config.Default()
+	cfg.RTMP.Listen, cfg.HTTP.Listen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Relay.ID, cfg.Relay.Location = s.ID, s.Location
+	return newNode(cfg, log)
+}
+
+// relaymesh dev listens on fixed ports by default (a publisher set up once
+// keeps working): the primary at 1935, the redirector at 8080, the
+// primary's HTTP at 8081, relay i at base+2i (RTMP) and base+2i+1 (HTTP).
+func TestDevFixedPorts(t *testing.T) {
+	cfg := config.Default()
+	if _, err := devFlags(&cfg).parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RTMP.Listen != "127.0.0.1:1935" || cfg.HTTP.Listen != "127.0.0.1:8080" || cfg.Dev.PrimaryHTTP != "127.0.0.1:8081" || cfg.Dev.RelayBasePort != 1940 {
+		t.Fatalf("defaults %s %s %s %d", cfg.RTMP.Listen, cfg.HTTP.Listen, cfg.Dev.PrimaryHTTP, cfg.Dev.RelayBasePort)
+	}
+	g, err := graph.DevWorld()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A base with 8 free ports after it, on loopback.
+	for try := 0; ; try++ {
+		_, port, _ := net.SplitHostPort(freeAddr(t))
+		base, _ := strconv.Atoi(port)
+		base = base &^ 15
+		cfg := config.Default()
+		cfg.RTMP.Listen, cfg.HTTP.Listen, cfg.Dev.PrimaryHTTP, cfg.Dev.RelayBasePort = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", base
+		ls, err := devListeners(cfg, g)
+		if err != nil {
+			if try < 5 {
+				continue
+			}
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range ls {
+			got = append(got, l.name+" "+l.what+" "+l.ln.Addr().String())
+			l.ln.Close()
+		}
+		want := []string{}
+		for i, id := range []string{"relay-eu", "relay-na", "relay-as", "relay-sa"} {
+			want = append(want, fmt.Sprintf("%s RTMP 127.0.0.1:%d", id, base+2*i), fmt.Sprintf("%s HTTP 127.0.0.1:%d", id, base+2*i+1))
+		}
+		if s := strings.Join(got, "\n"); !strings.Contains(s, strings.Join(want, "\n")) {
+			t.Fatalf("listeners:\n%s\nwant relays:\n%s", s, strings.Join(want, "\n"))
+		}
+		return
+	}
+}
+
+// A port in use stops relaymesh dev at once with an error that names the
+// address and the flag (it used to print nothing and wait for a signal).
+func TestDevPortTaken(t *testing.T) {
+	for _, flagName := range []string{"http", "rtmp", "primary-http"} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := devTestArgs("--log-level", "error", "--"+flagName, ln.Addr().String())
+		done := make(chan error, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		go func() { done <- devMain(ctx, args, io.Discard, nil) }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), ln.Addr().String()) || !strings.Contains(err.Error(), "--"+flagName) ||
+				!strings.Contains(err.Error(), "address already in use") {
+				t.Errorf("--%s taken: %v", flagName, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("--%s taken: relaymesh dev neither failed nor stopped within 10 s", flagName)
+		}
+		cancel()
+		ln.Close()
+	}
+}
+
+// Every address of the mesh is in the banner, and URLs with a query string
+// are quoted so that pasting them into a shell works.
+func TestDevBanner(t *testing.T) {
+	var b strings.Builder
+	devBanner(&b, devAddrs{primaryRTMP: "127.0.0.1:1935", primaryHTTP: "127.0.0.1:8081", web: "127.0.0.1:8080",
+		relays: []devServer{{"eu", "127.0.0.1:1940", "127.0.0.1:1941"}, {"na", "127.0.0.1:1942", "127.0.0.1:1943"}}})
+	out := b.String()
+	for _, want := range []string{"rtmp://127.0.0.1:1935/live/NAME", "'http://127.0.0.1:8080/play/live/NAME?proto=hls'",
+		"http://127.0.0.1:8081", "rtmp://127.0.0.1:1940", "http://127.0.0.1:1941", "rtmp://127.0.0.1:1942", "http://127.0.0.1:1943",
+		"dashboard:  http://127.0.0.1:8080/", "http://127.0.0.1:8080/api/v1/mesh"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("banner lacks %s:\n%s", want, out)
+		}
+	}
+	for _, f := range strings.Fields(out) {
+		if strings.ContainsAny(f, "?&|") && !(strings.HasPrefix(f, "'") && strings.HasSuffix(f, "'")) {
+			t.Errorf("unquoted shell metacharacters in %s", f)
+		}
+	}
+	if strings.Contains(out, "proto=rtmp|hls") {
+		t.Error("the banner still shows proto=rtmp|hls|dash")
+	}
+	requireTool(t, "sh")
+	for _, f := range strings.Fields(out) {
+		if strings.HasPrefix(f, "'http") {
+			got, err := exec.Command("sh", "-c", "printf %s "+f).Output()
+			if err != nil || string(got) != strings.Trim(f, "'") {
+				t.Errorf("sh: %q → %q, %v", f, got, err)
+			}
+		}
 	}
 }

@@ -7,12 +7,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/relaymesh/relaymesh/internal/redact"
 )
 
 // command is one subcommand. run gets the arguments after the subcommand's
@@ -68,8 +71,13 @@ func main() {
 	}
 }
 
+// logOutput is where the servers' logs go (a test captures them).
+var logOutput io.Writer = os.Stderr
+
 // newLogger returns a structured logger on stderr at the given level
-// (debug, info, warn, error) in text or json format.
+// (debug, info, warn, error) in text or json format. Secrets (publish keys,
+// tokens, passwords in URLs) are redacted from every record, whichever
+// package logs it.
 func newLogger(level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
@@ -78,9 +86,9 @@ func newLogger(level, format string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: l}
 	switch format {
 	case "", "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		return slog.New(redact.Handler(slog.NewTextHandler(logOutput, opts))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		return slog.New(redact.Handler(slog.NewJSONHandler(logOutput, opts))), nil
 	}
 	return nil, fmt.Errorf("log format %q: want text or json", format)
 }

@@ -413,7 +413,7 @@ func startMeshOn(t *testing.T, g *graph.Graph) *testMesh {
 		m.stopNATS()
 	})
 	ps := g.Servers()[g.Primary()]
-	pn, err := devNode(ps, log.With("role", "primary"))
+	pn, err := devNodeFree(ps, log.With("role", "primary"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +425,7 @@ func startMeshOn(t *testing.T, g *graph.Graph) *testMesh {
 		if s.Role == graph.RolePrimary {
 			continue
 		}
-		n, err := devNode(s, log.With("relay", s.ID))
+		n, err := devNodeFree(s, log.With("relay", s.ID))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -435,6 +435,7 @@ func startMeshOn(t *testing.T, g *graph.Graph) *testMesh {
 		if err != nil {
 			t.Fatal(err)
 		}
+		n.src = pullingSource(n.hubs, up) // HTTP viewers pull too, as on a relay of its own
 		h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Grace: n.cfg.RTMP.Grace, Log: n.log})
 		m.startServer(s, n, h, up)
 	}
@@ -450,7 +451,7 @@ func (m *testMesh) startServer(s graph.Server, n *node, h *relay.Handler, up *re
 	}
 	a, err := agent.New(agent.Config{ID: s.ID, Location: s.Location, RTMP: n.rtmpLn.Addr().String(), HTTP: n.httpLn.Addr().String(),
 		CapacityViewers: s.CapacityViewers, CapacityMbps: s.CapacityMbps, Interval: testInterval, Buckets: testBuckets},
-		conn, agent.HubStats(n.hubs), p, n.log)
+		conn, n.stats(), p, n.log)
 	if err != nil {
 		m.t.Fatal(err)
 	}

@@ -2,78 +2,22 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/relaymesh/relaymesh/internal/config"
 	"github.com/relaymesh/relaymesh/internal/httpserver"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
+	"github.com/relaymesh/relaymesh/internal/rtmpcount"
 	"github.com/relaymesh/relaymesh/packager"
 	"github.com/relaymesh/relaymesh/relay"
+	"github.com/relaymesh/relaymesh/relay/agent"
 	"github.com/relaymesh/relaymesh/relay/hub"
 )
-
-// multiFlag collects repeated flags.
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
-
-// nodeFlags are the flags primary and relay share; each overrides the
-// config file when given.
-type nodeFlags struct {
-	config, rtmpAddr, httpAddr, logLevel, logFormat string
-	pprof                                           bool
-	sec                                             secureFlags // secure.go
-}
-
-func (n *nodeFlags) register(fs *flag.FlagSet, defRTMP, defHTTP string) {
-	fs.StringVar(&n.config, "config", "", "YAML configuration file (see docs/configuration.md)")
-	fs.StringVar(&n.rtmpAddr, "rtmp", "", "RTMP listen address (default "+defRTMP+")")
-	fs.StringVar(&n.httpAddr, "http", "", "HTTP listen address for /healthz, /metrics, /api/v1/streams (default "+defHTTP+")")
-	fs.StringVar(&n.logLevel, "log-level", "", "debug, info, warn or error (default info)")
-	fs.StringVar(&n.logFormat, "log-format", "", "text or json (default text)")
-	fs.BoolVar(&n.pprof, "pprof", false, "serve /debug/pprof/ on the HTTP listener")
-	n.sec.register(fs)
-}
-
-// load reads the config file and applies the flags that were set.
-func (n *nodeFlags) load(fs *flag.FlagSet, defRTMP, defHTTP string) (config.Config, *slog.Logger, error) {
-	cfg, err := config.Load(n.config)
-	if err != nil {
-		return cfg, nil, err
-	}
-	if n.config == "" {
-		cfg.RTMP.Listen, cfg.HTTP.Listen = defRTMP, defHTTP
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["rtmp"] {
-		cfg.RTMP.Listen = n.rtmpAddr
-	}
-	if set["http"] {
-		cfg.HTTP.Listen = n.httpAddr
-	}
-	if set["log-level"] {
-		cfg.Log.Level = n.logLevel
-	}
-	if set["pprof"] {
-		cfg.HTTP.Pprof = n.pprof
-	}
-	if set["log-format"] {
-		cfg.Log.Format = n.logFormat
-	}
-	if err := n.sec.apply(set, &cfg); err != nil {
-		return cfg, nil, err
-	}
-	log, err := newLogger(cfg.Log.Level, cfg.Log.Format)
-	return cfg, log, err
-}
 
 func hubConfig(c config.Hub, r config.RTMP) hub.Config {
 	return hub.Config{
@@ -108,7 +52,9 @@ type node struct {
 	server *relay.Server
 	src    packager.Source
 	pkg    *packager.Packager
-	sec    secure // TLS, admin API, play authorization, hooks (secure.go)
+	pkgRef atomic.Pointer[packager.Packager] // pkg, for readers on other goroutines (audience.go)
+	id     string                            // server id: the steering pathway (default cfg.Relay.ID)
+	sec    secure                            // TLS, admin API, play authorization, hooks (secure.go)
 }
 
 // packagerConfig maps the config file's hls section.
@@ -151,50 +97,65 @@ func packagerConfig(c config.HLS, log *slog.Logger, reg prometheus.Registerer) (
 }
 
 func newNode(cfg config.Config, log *slog.Logger) (*node, error) {
-	n := &node{cfg: cfg, log: log, http: httpserver.New(log)}
-	n.hubs = hub.NewRegistry(hubConfig(cfg.Hub, cfg.RTMP), log)
-	if err := n.hubs.RegisterMetrics(n.http.Registry); err != nil {
+	rtmpLn, err := net.Listen("tcp", cfg.RTMP.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("rtmp listen (rtmp.listen, --rtmp): %w", err)
+	}
+	httpLn, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		rtmpLn.Close()
+		return nil, fmt.Errorf("http listen (http.listen, --http): %w", err)
+	}
+	sl, err := openSecureListeners(cfg, log) // RTMPS, HTTPS, admin (secure.go)
+	if err != nil {
+		rtmpLn.Close()
+		httpLn.Close()
 		return nil, err
 	}
-	n.http.Mux.Handle("GET /api/v1/streams", relay.StreamsHandler(n.hubs))
+	n := newNodeOn(cfg, log, rtmpLn, httpLn)
+	n.setSecureListeners(sl)
+	return n, nil
+}
+
+// newNodeOn is a node on listeners opened already.
+func newNodeOn(cfg config.Config, log *slog.Logger, rtmpLn, httpLn net.Listener) *node {
+	n := &node{cfg: cfg, log: log, http: httpserver.New(log), rtmpLn: rtmpLn, httpLn: httpLn}
+	n.hubs = hub.NewRegistry(hubConfig(cfg.Hub, cfg.RTMP), log)
+	if err := n.hubs.RegisterMetrics(n.http.Registry); err != nil {
+		panic("relaymesh: hub metrics: " + err.Error()) // a fresh registry: names collide only by a bug
+	}
+	n.http.Mux.Handle("GET /api/v1/streams", relay.StreamsHandler(n.hubs, n.httpAudience))
+	if err := n.http.Registry.Register(agent.ViewersCollector(n.stats())); err != nil {
+		panic("relaymesh: viewer metrics: " + err.Error()) // a fresh registry: names collide only by a bug
+	}
 	// Primaries serve HLS/DASH of what is published here; a relay replaces
 	// the source with one that pulls from upstream first (setPackagerSource).
 	n.src = packager.HubSource{Registry: n.hubs}
 	if cfg.HTTP.Pprof {
 		n.http.EnablePprof()
 	}
-	var err error
-	if n.rtmpLn, err = net.Listen("tcp", cfg.RTMP.Listen); err != nil {
-		return nil, fmt.Errorf("rtmp listen: %w", err)
-	}
-	if n.httpLn, err = net.Listen("tcp", cfg.HTTP.Listen); err != nil {
-		n.rtmpLn.Close()
-		return nil, fmt.Errorf("http listen: %w", err)
-	}
-	server := cfg.Relay.ID
-	if server == "" {
-		server = "primary"
-	}
-	if err := n.openSecure(server); err != nil {
-		n.rtmpLn.Close()
-		n.httpLn.Close()
-		return nil, err
-	}
-	return n, nil
+	n.initSecure()
+	return n
 }
 
 // run serves until ctx ends, then drains and stops.
 func (n *node) run(ctx context.Context, h rtmp.Handler) error {
-	h = n.sec.gate.Wrap(h)
+	counts, err := rtmpcount.New(n.http.Registry)
+	if err != nil {
+		return err
+	}
+	h = counts.Wrap(n.sec.gate.Wrap(h)) // refusals of the gate are counted too
 	n.server = &relay.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections}
 	pc, err := packagerConfig(n.cfg.HLS, n.log.With("component", "packager"), n.http.Registry)
 	if err != nil {
 		return err
 	}
+	pc.Steering = steering(n.cfg.HLS.SteeringURL, n.serverID())
 	if n.pkg, err = packager.New(n.src, pc); err != nil {
 		return err
 	}
 	defer n.pkg.Close()
+	n.pkgRef.Store(n.pkg)
 	n.http.Mux.Handle("/hls/", n.sec.gate.HTTP(n.pkg.Handler()))
 	n.http.Mux.Handle("/dash/", n.sec.gate.HTTP(n.pkg.Handler()))
 	httpCtx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))
@@ -233,4 +194,11 @@ func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 	}
 	n.log.Info("stopped")
 	return err
+}
+
+// watchUpstream exports a relay's upstream metrics and makes its /healthz
+// fail while a stream it was told to hold cannot be pulled.
+func (n *node) watchUpstream(up *relay.Upstream) {
+	n.http.Registry.MustRegister(up.Collector())
+	n.http.AddCheck("upstream", up.HeldHealth)
 }

@@ -3,11 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,6 +15,8 @@ import (
 
 	"github.com/relaymesh/relaymesh/geo"
 	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/internal/config"
+	"github.com/relaymesh/relaymesh/internal/httpserver"
 	"github.com/relaymesh/relaymesh/topology/dashboard"
 	"github.com/relaymesh/relaymesh/topology/demand"
 	"github.com/relaymesh/relaymesh/topology/graph"
@@ -30,33 +28,18 @@ func init() {
 	register(command{name: "orchestrator", summary: "run the orchestrator and redirector: opens relays where demand builds up", run: runOrchestrator})
 }
 
-// busFlags say how to reach NATS: an external cluster, or an embedded server.
-type busFlags struct {
-	urls, creds, nkey, ca, cert, key, dataDir, listen string
-}
-
-func (b *busFlags) register(fs *flag.FlagSet, defListen string) {
-	fs.StringVar(&b.urls, "nats", "", "NATS cluster URLs (nats://host:4222,…); empty: run an embedded NATS server")
-	fs.StringVar(&b.creds, "nats-creds", "", "NATS credentials file")
-	fs.StringVar(&b.nkey, "nats-nkey", "", "NATS NKey seed file")
-	fs.StringVar(&b.ca, "nats-ca", "", "CA bundle that signs the NATS servers' certificates")
-	fs.StringVar(&b.cert, "nats-cert", "", "client certificate for NATS (with --nats-key)")
-	fs.StringVar(&b.key, "nats-key", "", "client key for NATS")
-	fs.StringVar(&b.dataDir, "data-dir", "", "embedded NATS: JetStream store directory (default: a temporary directory)")
-	fs.StringVar(&b.listen, "nats-listen", defListen, "embedded NATS: address other processes connect to (empty: in-process only)")
-}
-
-// connect returns a bus connection and a cleanup function.
-func (b *busFlags) connect(name string, log *slog.Logger) (*bus.Conn, func(), error) {
-	if b.urls != "" {
-		c, err := bus.Connect(bus.Options{URLs: b.urls, Name: name, CredsFile: b.creds, NKeyFile: b.nkey,
-			CAFile: b.ca, CertFile: b.cert, KeyFile: b.key}, log)
+// busConnect returns a bus connection and a cleanup function: to the
+// cluster of nats.urls, or to an embedded server when it is empty.
+func busConnect(nc config.NATS, name string, log *slog.Logger) (*bus.Conn, func(), error) {
+	if nc.URLs != "" {
+		c, err := bus.Connect(bus.Options{URLs: nc.URLs, Name: name, CredsFile: nc.Creds, NKeyFile: nc.NKey,
+			CAFile: nc.CA, CertFile: nc.Cert, KeyFile: nc.Key}, log)
 		if err != nil {
 			return nil, nil, err
 		}
 		return c, c.Close, nil
 	}
-	dir, tmp := b.dataDir, false
+	dir, tmp := nc.DataDir, false
 	if dir == "" {
 		d, err := os.MkdirTemp("", "relaymesh-nats-")
 		if err != nil {
@@ -64,7 +47,7 @@ func (b *busFlags) connect(name string, log *slog.Logger) (*bus.Conn, func(), er
 		}
 		dir, tmp = d, true
 	}
-	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: filepath.Join(dir, "jetstream"), Listen: b.listen}, log)
+	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: filepath.Join(dir, "jetstream"), Listen: nc.Listen}, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,18 +65,23 @@ func (b *busFlags) connect(name string, log *slog.Logger) (*bus.Conn, func(), er
 	}, nil
 }
 
-// loadGraph reads a graph file, or returns the development world graph.
+// loadGraph reads a graph file, or returns the development world graph. A
+// file with servers and no locations places them in the built-in world
+// graph (its hubs eu, na, … and countries by ISO code).
 func loadGraph(path string) (*graph.Graph, error) {
 	if path == "" {
 		return graph.DevWorld()
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("orchestrator.graph (--graph): %w", err)
 	}
 	f, err := graph.Parse(path, data)
 	if err != nil {
 		return nil, err
+	}
+	if len(f.Locations) == 0 {
+		return graph.World(f.Servers...)
 	}
 	var b graph.Builder
 	b.AddFile(f)
@@ -104,7 +92,11 @@ func openGeo(path string) (*geo.DB, error) {
 	if path == "" {
 		return geo.OpenDefault()
 	}
-	return geo.Open(path, geo.OpenOptions{})
+	db, err := geo.Open(path, geo.OpenOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator.geoip (--geoip): %w", err)
+	}
+	return db, nil
 }
 
 func bonusAdapter(o *orchestrator.Orchestrator) func() []redirector.BonusInfo {
@@ -133,57 +125,72 @@ func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
 	return nil
 }
 
+// bindControlPlane binds the flags orchestrator and dev share.
+func bindControlPlane(c *cmdFlags) {
+	o := &c.cfg.Orchestrator
+	c.String(&o.Graph, "graph", "orchestrator.graph", "location graph file with servers (default: the built-in world with a primary and relays at eu, na, as, sa)")
+	c.String(&o.GeoIP, "geoip", "orchestrator.geoip", "MaxMind City database (default: the small built-in demo database)")
+	c.Float(&o.Threshold, "threshold", "orchestrator.threshold", "demand bonus that opens a relay (0: 50)")
+}
+
+// orchestratorFlags are relaymesh orchestrator's flags over its defaults.
+func orchestratorFlags(cfg *config.Config) *cmdFlags {
+	cfg.HTTP.Listen = "127.0.0.1:8090"
+	c := newCmdFlags("orchestrator", cfg)
+	bindNATS(c, "NATS cluster URLs (nats://host:4222,…); empty: run an embedded NATS server")
+	n := &cfg.NATS
+	c.String(&n.DataDir, "data-dir", "nats.data_dir", "embedded NATS: JetStream store directory (default: a temporary directory)")
+	c.String(&n.Listen, "nats-listen", "nats.listen", "embedded NATS: address other processes connect to (empty: in-process only)")
+	bindControlPlane(c)
+	o := &cfg.Orchestrator
+	c.String(&cfg.HTTP.Listen, "http", "http.listen", "HTTP listen address of the redirector, mesh API, dashboard, /healthz and /metrics")
+	c.String(&o.ID, "id", "orchestrator.id", "instance id in the leadership lease (default host-pid)")
+	c.String(&o.TrustedProxies, "trusted-proxies", "orchestrator.trusted_proxies", "comma-separated addresses/prefixes whose X-Forwarded-For is believed")
+	c.String(&o.TokenSecret, "token-secret", "orchestrator.token_secret", "key that signs sticky tokens; share it between redirectors (default random)")
+	c.Bool(&o.DevIP, "dev-ip", "orchestrator.dev_ip", "honour ?ip=ADDR on /play (development only)")
+	c.String(&o.OverflowURL, "overflow-url", "orchestrator.overflow_url", "external CDN URL prefix for HLS/DASH viewers when every server is full (e.g. https://cdn.example.net)")
+	c.Duration(&o.SteeringTTL, "steering-ttl", "orchestrator.steering_ttl", "TTL of content steering answers: how soon HLS/DASH players following steering leave a draining relay (default 5s)")
+	bindRedirectorSecure(c) // play tokens and HTTPS (secure_orchestrator.go)
+	bindLog(c)
+	return c
+}
+
 func runOrchestrator(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("orchestrator", flag.ContinueOnError)
-	var bf busFlags
-	bf.register(fs, "127.0.0.1:4222")
-	graphPath := fs.String("graph", "", "location graph file with servers (default: the built-in world with the dev servers)")
-	geoPath := fs.String("geoip", "", "MaxMind City database (default: the small built-in demo database)")
-	httpAddr := fs.String("http", "127.0.0.1:8090", "HTTP listen address of the redirector and mesh API")
-	id := fs.String("id", "", "instance id in the leadership lease (default host-pid)")
-	trusted := fs.String("trusted-proxies", "", "comma-separated addresses/prefixes whose X-Forwarded-For is believed")
-	tokenSecret := fs.String("token-secret", "", "key that signs sticky tokens; share it between redirectors (default random)")
-	threshold := fs.Float64("threshold", 0, "demand bonus that opens a relay (default 50)")
-	devIP := fs.Bool("dev-ip", false, "honour ?ip=ADDR on /play (development only)")
-	overflow := fs.String("overflow-url", "", "external CDN URL prefix for HLS/DASH viewers when every server is full (e.g. https://cdn.example.net)")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	var rf redirectorFlags // play tokens and HTTPS (secure_orchestrator.go)
-	rf.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	log, err := newLogger(*logLevel, "text")
+	cfg := config.Default()
+	log, err := orchestratorFlags(&cfg).parse(args)
 	if err != nil {
 		return err
 	}
-	g, err := loadGraph(*graphPath)
+	o := cfg.Orchestrator
+	g, err := loadGraph(o.Graph)
 	if err != nil {
 		return err
 	}
-	db, err := openGeo(*geoPath)
+	db, err := openGeo(o.GeoIP)
 	if err != nil {
 		return err
 	}
-	tp, err := redirector.ParseTrusted(*trusted)
+	tp, err := redirector.ParseTrusted(o.TrustedProxies)
 	if err != nil {
-		return fmt.Errorf("--trusted-proxies: %w", err)
+		return fmt.Errorf("orchestrator.trusted_proxies (--trusted-proxies): %w", err)
 	}
-	conn, cleanup, err := bf.connect("relaymesh-orchestrator", log)
+	conn, cleanup, err := busConnect(cfg.NATS, "relaymesh-orchestrator", log)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	ln, err := net.Listen("tcp", *httpAddr)
+	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
-		return err
+		return fmt.Errorf("http listen: %w", err)
 	}
-	cp := controlPlane{graph: g, geo: db, conn: conn, ln: ln, id: *id, trusted: tp,
-		tokenKey: []byte(*tokenSecret), threshold: *threshold, devIP: *devIP, overflowURL: *overflow, log: log}
-	if err := rf.apply(&cp); err != nil {
+	httpsLn, err := openOrchestratorHTTPS(cfg, log) // secure_orchestrator.go
+	if err != nil {
 		ln.Close()
 		return err
 	}
-	return runControlPlane(ctx, cp)
+	return runControlPlane(ctx, controlPlane{graph: g, geo: db, conn: conn, ln: ln, id: o.ID, trusted: tp,
+		tokenKey: []byte(o.TokenSecret), threshold: o.Threshold, devIP: o.DevIP, overflowURL: o.OverflowURL, steeringTTL: o.SteeringTTL,
+		playToken: playTokenSigner(cfg.Play.TokenSecret, o.PlayTokenTTL, o.PlayTokenStep), httpsLn: httpsLn, log: log})
 }
 
 // controlPlane is an orchestrator with its redirector on one HTTP listener.
@@ -199,6 +206,7 @@ type controlPlane struct {
 	devIP     bool
 	// overflowURL: HLS/DASH viewers spill here when every server is full.
 	overflowURL string
+	steeringTTL time.Duration // 0: the redirector's default
 	log         *slog.Logger
 	// playToken signs the play tokens of redirects; httpsLn serves the
 	// same as ln over TLS (secure_orchestrator.go).
@@ -212,7 +220,8 @@ func runControlPlane(ctx context.Context, cp controlPlane) error {
 		return err
 	}
 	r, err := redirector.New(redirector.Config{ID: cp.id, Graph: cp.graph, Geo: cp.geo, TokenKey: cp.tokenKey,
-		TrustedProxies: cp.trusted, DevIP: cp.devIP, Bonus: bonusAdapter(o), OverflowURL: cp.overflowURL, PlayToken: cp.playToken}, cp.conn, cp.log)
+		TrustedProxies: cp.trusted, DevIP: cp.devIP, Bonus: bonusAdapter(o), OverflowURL: cp.overflowURL, SteeringTTL: cp.steeringTTL,
+		PlayToken: cp.playToken}, cp.conn, cp.log)
 	if err != nil {
 		return err
 	}
@@ -220,23 +229,27 @@ func runControlPlane(ctx context.Context, cp controlPlane) error {
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	r.Mount(mux)
-	d.Mount(mux)
-	// Prometheus: decisions, commands, lease changes, redirects.
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		o.Collector(), r.Collector())
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// /healthz, /metrics (decisions, commands, lease changes, redirects,
+	// build info, request durations), the redirector and the dashboard.
+	srv := httpserver.New(cp.log)
+	srv.Registry.MustRegister(o.Collector(), r.Collector())
+	srv.AddCheck("nats", func() error {
+		if !cp.conn.NC.IsConnected() {
+			return fmt.Errorf("not connected to NATS (%s): placements and statuses are not updated", cp.conn.NC.Status())
+		}
+		return nil
+	})
+	r.Mount(srv.Mux)
+	d.Mount(srv.Mux)
 	var wg sync.WaitGroup
 	runs := []func() error{
 		func() error { return o.Run(ctx) },
 		func() error { return r.Run(ctx) },
 		func() error { return d.Run(ctx) },
-		func() error { return serveHTTP(ctx, cp.ln, mux) },
+		func() error { return srv.Serve(ctx, cp.ln) },
 	}
 	if cp.httpsLn != nil {
-		runs = append(runs, func() error { return serveHTTP(ctx, cp.httpsLn, mux) })
+		runs = append(runs, func() error { return srv.Serve(ctx, cp.httpsLn) })
 	}
 	errs := make([]error, len(runs))
 	for i, f := range runs {

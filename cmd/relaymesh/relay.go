@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 
+	"github.com/relaymesh/relaymesh/internal/config"
 	"github.com/relaymesh/relaymesh/internal/httpserver"
 	"github.com/relaymesh/relaymesh/packager"
 	"github.com/relaymesh/relaymesh/relay"
@@ -17,49 +17,40 @@ func init() {
 	register(command{name: "relay", summary: "run a relay: pulls streams from upstream and serves viewers", run: runRelay})
 }
 
+// relayFlags are relaymesh relay's flags over its defaults.
+func relayFlags(cfg *config.Config) *cmdFlags {
+	cfg.RTMP.Listen, cfg.HTTP.Listen = "127.0.0.1:1936", "127.0.0.1:8081"
+	c := newCmdFlags("relay", cfg)
+	bindNode(c)
+	r := &cfg.Relay
+	c.String(&r.ID, "id", "relay.id", "relay id (required)")
+	c.String(&r.Location, "location", "relay.location", "location of this relay in the graph")
+	c.String(&r.Upstream, "upstream", "relay.upstream", "rtmp://HOST:PORT or rtmps://HOST:PORT of the primary or a parent relay (required)")
+	c.String(&r.UpstreamCA, "upstream-ca", "relay.upstream_ca", "PEM file of the CAs that sign an rtmps:// upstream's certificate (default: the system's roots)")
+	c.Duration(&r.Linger, "linger", "relay.linger", "keep pulling a stream this long after its last viewer")
+	bindAgent(c)
+	return c
+}
+
 func runRelay(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
-	var nf nodeFlags
-	nf.register(fs, "127.0.0.1:1936", "127.0.0.1:8081")
-	id := fs.String("id", "", "relay id (required)")
-	location := fs.String("location", "", "location of this relay in the graph")
-	upstream := fs.String("upstream", "", "rtmp://HOST:PORT or rtmps://HOST:PORT of the primary or a parent relay (required)")
-	upstreamCA := fs.String("upstream-ca", "", "PEM file of the CAs that sign an rtmps:// upstream's certificate (default: the system's roots)")
-	linger := fs.Duration("linger", 0, "keep pulling a stream this long after its last viewer (default 30s)")
-	var af agentFlags
-	af.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, log, err := nf.load(fs, "127.0.0.1:1936", "127.0.0.1:8081")
+	cfg := config.Default()
+	log, err := relayFlags(&cfg).parse(args)
 	if err != nil {
 		return err
-	}
-	if *id != "" {
-		cfg.Relay.ID = *id
-	}
-	if *location != "" {
-		cfg.Relay.Location = *location
-	}
-	if *upstream != "" {
-		cfg.Relay.Upstream = *upstream
-	}
-	if *upstreamCA != "" {
-		cfg.Relay.UpstreamCA = *upstreamCA
-	}
-	if *linger > 0 {
-		cfg.Relay.Linger = *linger
 	}
 	if cfg.Relay.ID == "" || cfg.Relay.Upstream == "" {
-		return errors.New("--id and --upstream are required")
+		return errors.New("relay.id (--id) and relay.upstream (--upstream rtmp://HOST:PORT) are required")
 	}
-	log = log.With("role", "relay", "relay", cfg.Relay.ID)
-	n, err := newNode(cfg, log)
-	if err != nil {
+	if err := checkSecure(cfg); err != nil {
 		return err
 	}
 	cc := connConfig(cfg.RTMP)
 	if cc.TLS, err = upstreamTLS(cfg); err != nil {
+		return err
+	}
+	log = log.With("role", "relay", "relay", cfg.Relay.ID)
+	n, err := newNode(cfg, log)
+	if err != nil {
 		return err
 	}
 	up, err := relay.NewUpstream(ctx, relay.UpstreamConfig{
@@ -69,6 +60,7 @@ func runRelay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	n.watchUpstream(up)
 	n.http.Mux.HandleFunc("GET /api/v1/pulls", func(w http.ResponseWriter, r *http.Request) {
 		httpserver.WriteJSON(w, http.StatusOK, map[string]any{"id": cfg.Relay.ID, "location": cfg.Relay.Location, "pulls": up.Pulls()})
 	})
@@ -77,16 +69,16 @@ func runRelay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Messages: sor.Message, Grace: cfg.RTMP.Grace, Log: log})
+	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Sessions: sor, Grace: cfg.RTMP.Grace, Log: log})
 	log.Info("relay listening", append([]any{"rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String(), "upstream", cfg.Relay.Upstream, "location", cfg.Relay.Location}, n.secureAddrs()...)...)
-	conn, err := af.start(ctx, n, cfg.Relay.ID, cfg.Relay.Location, up, log)
+	conn, err := startAgent(ctx, cfg, n, cfg.Relay.ID, cfg.Relay.Location, up, log)
 	if err != nil {
 		return err
 	}
 	if conn != nil {
 		defer conn.Close()
 	}
-	return n.run(ctx, sor.Wrap(h))
+	return n.run(ctx, h)
 }
 
 // pullingSource is a relay's packager source: HTTP viewers make the relay
@@ -97,6 +89,10 @@ func pullingSource(hubs *hub.Registry, up *relay.Upstream) packager.Source {
 		if err := up.Ensure(ctx, app, name, ""); err != nil {
 			return nil, fmt.Errorf("%s/%s: %w (%v)", app, name, packager.ErrNotFound, err)
 		}
-		return hubSrc.Subscribe(ctx, app, name)
+		sub, err := hubSrc.Subscribe(ctx, app, name)
+		if err != nil {
+			return nil, err
+		}
+		return followPull(sub, up, app, name), nil
 	})
 }

@@ -3,11 +3,10 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"flag"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
-	"strings"
-	"time"
 
 	"github.com/relaymesh/relaymesh/internal/adminauth"
 	"github.com/relaymesh/relaymesh/internal/certreload"
@@ -17,90 +16,47 @@ import (
 	"github.com/relaymesh/relaymesh/relay/gate"
 )
 
-// secureFlags are the primary's and relays' flags for play authorization,
-// hooks, the admin API and TLS; each overrides its config file key.
-type secureFlags struct {
-	rtmps, https, cert, key                string
-	adminHTTP, adminToken                  string
-	publicStatus                           bool
-	playProtect, playTokenSecret           string
-	playKeys                               multiFlag
-	onPublish, onPlay, onUnpublish, onStop string
-	hookTimeout                            time.Duration
-	hookFailOpen                           bool
+// bindSecure binds the primary's and relays' flags for play authorization,
+// hooks, the admin API and TLS.
+func bindSecure(c *cmdFlags) {
+	cfg := c.cfg
+	c.String(&cfg.RTMP.TLSListen, "rtmps", "rtmp.tls_listen", "RTMPS (RTMP over TLS) listen address, beside --rtmp (needs --tls-cert and --tls-key; default: none)")
+	c.String(&cfg.HTTP.TLSListen, "https", "http.tls_listen", "HTTPS listen address serving what --http serves: HLS/DASH, status (needs --tls-cert and --tls-key; default: none)")
+	bindTLS(c)
+	h := &cfg.HTTP
+	c.String(&h.AdminListen, "admin-http", "http.admin_listen", "listen address of the API that changes state (RPC calls, writes, drains); the public listeners then serve none of it (default: none)")
+	c.String(&h.AdminToken, "admin-token", "http.admin_token", "bearer token of the API that changes state (default: none; loopback clients only unless --admin-http)")
+	c.Bool(&h.PublicStatus, "public-status", "http.public_status", "serve read-only status (GET /api/..., /metrics) on the public listeners")
+	p := &cfg.Play
+	c.List(&p.Protect, "play-protect", "play.protect", "comma-separated applications whose viewers need a play key or token (* = all; default: none)")
+	c.Map(&p.Keys, "play-key", "play.keys", "APP=KEY, APP/NAME=KEY or *=KEY", "APP=KEY or APP/NAME=KEY or *=KEY: viewers of a protected app use ?key=KEY")
+	c.String(&p.TokenSecret, "play-token-secret", "play.token_secret", "secret of signed play tokens (?token=), the same as the redirector's --play-token-secret (default: none)")
+	k := &cfg.Hooks
+	c.String(&k.OnPublish, "hook-on-publish", "hooks.on_publish", "URL POSTed before a broadcaster starts; 2xx allows")
+	c.String(&k.OnPlay, "hook-on-play", "hooks.on_play", "URL POSTed before a viewer starts (RTMP play, HLS/DASH entry playlist); 2xx allows")
+	c.String(&k.OnUnpublish, "hook-on-unpublish", "hooks.on_unpublish", "URL POSTed when a broadcaster stopped (notice)")
+	c.String(&k.OnStop, "hook-on-stop", "hooks.on_stop", "URL POSTed when a viewer stopped (notice; HLS/DASH: 30s without a request)")
+	c.Duration(&k.Timeout, "hook-timeout", "hooks.timeout", "timeout of one hook call (0: 3s)")
+	c.Bool(&k.FailOpen, "hook-fail-open", "hooks.fail_open", "allow when on_publish/on_play cannot answer in time (default: refuse)")
 }
 
-func (f *secureFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.rtmps, "rtmps", "", "RTMPS (RTMP over TLS) listen address, beside --rtmp (needs --tls-cert and --tls-key)")
-	fs.StringVar(&f.https, "https", "", "HTTPS listen address serving what --http serves: HLS/DASH, status (needs --tls-cert and --tls-key)")
-	fs.StringVar(&f.cert, "tls-cert", "", "PEM certificate chain of --rtmps and --https, re-read when the file changes")
-	fs.StringVar(&f.key, "tls-key", "", "PEM private key of --tls-cert")
-	fs.StringVar(&f.adminHTTP, "admin-http", "", "listen address of the API that changes state (RPC calls, writes, drains); the public listeners then serve none of it")
-	fs.StringVar(&f.adminToken, "admin-token", "", "bearer token of the API that changes state (default: none; loopback clients only unless --admin-http)")
-	fs.BoolVar(&f.publicStatus, "public-status", true, "serve read-only status (GET /api/..., /metrics) on the public listeners")
-	fs.StringVar(&f.playProtect, "play-protect", "", "comma-separated applications whose viewers need a play key or token (* = all)")
-	fs.Var(&f.playKeys, "play-key", "APP=KEY or APP/NAME=KEY or *=KEY: viewers of a protected app use ?key=KEY; repeatable")
-	fs.StringVar(&f.playTokenSecret, "play-token-secret", "", "secret of signed play tokens (?token=), the same as the redirector's --play-token-secret")
-	fs.StringVar(&f.onPublish, "hook-on-publish", "", "URL POSTed before a broadcaster starts; 2xx allows")
-	fs.StringVar(&f.onPlay, "hook-on-play", "", "URL POSTed before a viewer starts (RTMP play, HLS/DASH entry playlist); 2xx allows")
-	fs.StringVar(&f.onUnpublish, "hook-on-unpublish", "", "URL POSTed when a broadcaster stopped (notice)")
-	fs.StringVar(&f.onStop, "hook-on-stop", "", "URL POSTed when a viewer stopped (notice; HLS/DASH: 30s without a request)")
-	fs.DurationVar(&f.hookTimeout, "hook-timeout", 0, "timeout of one hook call (default 3s)")
-	fs.BoolVar(&f.hookFailOpen, "hook-fail-open", false, "allow when on_publish/on_play cannot answer in time (default: refuse)")
+// bindTLS binds the certificate of the TLS listeners.
+func bindTLS(c *cmdFlags) {
+	c.String(&c.cfg.TLS.Cert, "tls-cert", "tls.cert", "PEM certificate chain of the TLS listeners, re-read when the file changes")
+	c.String(&c.cfg.TLS.Key, "tls-key", "tls.key", "PEM private key of --tls-cert")
 }
 
-// apply copies the flags that were set into cfg.
-func (f *secureFlags) apply(set map[string]bool, cfg *config.Config) error {
-	str := func(name string, dst *string, v string) {
-		if set[name] {
-			*dst = v
-		}
-	}
-	str("rtmps", &cfg.RTMP.TLSListen, f.rtmps)
-	str("https", &cfg.HTTP.TLSListen, f.https)
-	str("tls-cert", &cfg.TLS.Cert, f.cert)
-	str("tls-key", &cfg.TLS.Key, f.key)
-	str("admin-http", &cfg.HTTP.AdminListen, f.adminHTTP)
-	str("admin-token", &cfg.HTTP.AdminToken, f.adminToken)
-	str("play-token-secret", &cfg.Play.TokenSecret, f.playTokenSecret)
-	str("hook-on-publish", &cfg.Hooks.OnPublish, f.onPublish)
-	str("hook-on-play", &cfg.Hooks.OnPlay, f.onPlay)
-	str("hook-on-unpublish", &cfg.Hooks.OnUnpublish, f.onUnpublish)
-	str("hook-on-stop", &cfg.Hooks.OnStop, f.onStop)
-	if set["public-status"] {
-		cfg.HTTP.PublicStatus = f.publicStatus
-	}
-	if set["hook-timeout"] {
-		cfg.Hooks.Timeout = f.hookTimeout
-	}
-	if set["hook-fail-open"] {
-		cfg.Hooks.FailOpen = f.hookFailOpen
-	}
-	if set["play-protect"] {
-		cfg.Play.Protect = nil
-		for _, a := range strings.Split(f.playProtect, ",") {
-			if a = strings.TrimSpace(a); a != "" {
-				cfg.Play.Protect = append(cfg.Play.Protect, a)
-			}
-		}
-	}
-	for _, kv := range f.playKeys {
-		name, key, ok := strings.Cut(kv, "=")
-		if !ok || name == "" || key == "" {
-			return fmt.Errorf("--play-key: want APP=KEY, APP/NAME=KEY or *=KEY")
-		}
-		if cfg.Play.Keys == nil {
-			cfg.Play.Keys = map[string]string{}
-		}
-		cfg.Play.Keys[name] = key
-	}
+// checkSecure checks what config.Validate cannot: play keys go into
+// HLS/DASH paths, so they must be path-safe.
+func checkSecure(cfg config.Config) error {
+	var errs []error
 	for name, key := range cfg.Play.Keys {
 		if !gate.PathSafe(key) {
-			return fmt.Errorf("play key of %q: use up to 256 of A-Z a-z 0-9 . _ ~ - (it goes into HLS/DASH paths)", name)
+			errs = append(errs, fmt.Errorf("play.keys.%s (--play-key): use up to 256 of A-Z a-z 0-9 . _ ~ - (the key goes into HLS/DASH paths)", name))
 		}
 	}
-	if (cfg.RTMP.TLSListen != "" || cfg.HTTP.TLSListen != "") && (cfg.TLS.Cert == "" || cfg.TLS.Key == "") {
-		return fmt.Errorf("--rtmps and --https need --tls-cert and --tls-key (tls.cert, tls.key)")
+	if err := errors.Join(errs...); err != nil {
+		return configError(err)
 	}
 	return nil
 }
@@ -108,60 +64,90 @@ func (f *secureFlags) apply(set map[string]bool, cfg *config.Config) error {
 // secure is what a node adds for TLS, the admin API, play authorization
 // and hooks.
 type secure struct {
+	secureListeners
+	policy adminauth.Policy
+	hooks  *hooks.Client
+	gate   *gate.Gate
+}
+
+// secureListeners are a node's TLS and admin listeners (nil: not
+// configured).
+type secureListeners struct {
 	certs            *certreload.Reloader
 	rtmpsLn, httpsLn net.Listener
 	adminLn          net.Listener
-	policy           adminauth.Policy
-	hooks            *hooks.Client
-	gate             *gate.Gate
 }
 
-// openSecure builds n.sec from n.cfg and opens its listeners; on error
-// the listeners it opened are closed.
-func (n *node) openSecure(server string) (err error) {
-	cfg := n.cfg
-	s := &n.sec
+func (l secureListeners) close() {
+	for _, ln := range []net.Listener{l.rtmpsLn, l.httpsLn, l.adminLn} {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+}
+
+// openSecureListeners opens the RTMPS, HTTPS and admin listeners cfg
+// configures; on an error none stays open.
+func openSecureListeners(cfg config.Config, log *slog.Logger) (l secureListeners, err error) {
 	defer func() {
 		if err != nil {
-			for _, ln := range []net.Listener{s.rtmpsLn, s.httpsLn, s.adminLn} {
-				if ln != nil {
-					ln.Close()
-				}
-			}
+			l.close()
 		}
 	}()
 	if cfg.RTMP.TLSListen != "" || cfg.HTTP.TLSListen != "" {
-		if s.certs, err = certreload.New(cfg.TLS.Cert, cfg.TLS.Key, n.log); err != nil {
-			return err
+		if l.certs, err = certreload.New(cfg.TLS.Cert, cfg.TLS.Key, log); err != nil {
+			return l, fmt.Errorf("tls.cert, tls.key (--tls-cert, --tls-key): %w", err)
 		}
 	}
 	if cfg.RTMP.TLSListen != "" {
 		ln, err := net.Listen("tcp", cfg.RTMP.TLSListen)
 		if err != nil {
-			return fmt.Errorf("rtmps listen: %w", err)
+			return l, fmt.Errorf("rtmps listen (rtmp.tls_listen, --rtmps): %w", err)
 		}
-		s.rtmpsLn = tls.NewListener(ln, s.certs.ServerConfig(false))
+		l.rtmpsLn = tls.NewListener(ln, l.certs.ServerConfig(false))
 	}
 	if cfg.HTTP.TLSListen != "" {
 		ln, err := net.Listen("tcp", cfg.HTTP.TLSListen)
 		if err != nil {
-			return fmt.Errorf("https listen: %w", err)
+			return l, fmt.Errorf("https listen (http.tls_listen, --https): %w", err)
 		}
-		s.httpsLn = tls.NewListener(ln, s.certs.ServerConfig(true))
+		l.httpsLn = tls.NewListener(ln, l.certs.ServerConfig(true))
 	}
 	if cfg.HTTP.AdminListen != "" {
-		if s.adminLn, err = net.Listen("tcp", cfg.HTTP.AdminListen); err != nil {
-			return fmt.Errorf("admin http listen: %w", err)
+		if l.adminLn, err = net.Listen("tcp", cfg.HTTP.AdminListen); err != nil {
+			return l, fmt.Errorf("admin http listen (http.admin_listen, --admin-http): %w", err)
 		}
 	}
-	s.policy = adminauth.Policy{Token: cfg.HTTP.AdminToken, Separate: s.adminLn != nil, PrivateStatus: !cfg.HTTP.PublicStatus}
+	return l, nil
+}
+
+// setSecureListeners gives the node its TLS and admin listeners; with an
+// admin listener the public ones serve none of the admin API.
+func (n *node) setSecureListeners(l secureListeners) {
+	n.sec.secureListeners = l
+	n.sec.policy.Separate = l.adminLn != nil
+}
+
+// initSecure builds the admin policy, hooks and gate of n.cfg (called by
+// newNodeOn; the listeners come with setSecureListeners).
+func (n *node) initSecure() {
+	cfg := n.cfg
+	s := &n.sec
+	s.policy = adminauth.Policy{Token: cfg.HTTP.AdminToken, PrivateStatus: !cfg.HTTP.PublicStatus}
+	server := cfg.Relay.ID
+	if server == "" {
+		server = cfg.Primary.ID
+	}
+	if server == "" {
+		server = "primary"
+	}
 	h := cfg.Hooks
 	hc := hooks.Config{OnPublish: h.OnPublish, OnPlay: h.OnPlay, OnUnpublish: h.OnUnpublish, OnStop: h.OnStop,
 		Timeout: h.Timeout, FailOpen: h.FailOpen, Queue: h.Queue, Server: server, Log: n.log.With("component", "hooks")}
 	if hc.Enabled() {
 		s.hooks = hooks.New(hc)
 		if err := s.hooks.Register(n.http.Registry); err != nil {
-			return err
+			panic("relaymesh: hook metrics: " + err.Error()) // a fresh registry: names collide only by a bug
 		}
 	}
 	var tokens *playtoken.Verifier
@@ -176,7 +162,9 @@ func (n *node) openSecure(server string) (err error) {
 	}
 	s.gate = gate.New(gate.Config{Protect: cfg.Play.Protect, Keys: cfg.Play.Keys, Tokens: tokens, Hooks: s.hooks,
 		Log: n.log.With("component", "gate")})
-	return s.gate.Register(n.http.Registry)
+	if err := s.gate.Register(n.http.Registry); err != nil {
+		panic("relaymesh: gate metrics: " + err.Error()) // a fresh registry: names collide only by a bug
+	}
 }
 
 // upstreamCredentials is a relay's relay.UpstreamConfig.Credentials: nil
@@ -191,7 +179,11 @@ func (n *node) upstreamCredentials() func(app, name string) string {
 
 // upstreamTLS is the TLS client configuration of rtmps:// upstreams.
 func upstreamTLS(cfg config.Config) (*tls.Config, error) {
-	return certreload.ClientConfig(cfg.Relay.UpstreamCA)
+	c, err := certreload.ClientConfig(cfg.Relay.UpstreamCA)
+	if err != nil {
+		return nil, fmt.Errorf("relay.upstream_ca (--upstream-ca): %w", err)
+	}
+	return c, nil
 }
 
 // serveSecure starts the extra listeners; each ends with ctx.

@@ -117,11 +117,6 @@ func playStatus(t *testing.T, addr, app, name string) rtmp.Status {
 // --play-token-secret, where to play app/name, and returns the Location.
 func redirectorLocation(t *testing.T, secret, app, name, proto string) string {
 	t.Helper()
-	rf := redirectorFlags{playSecret: secret, playTTL: time.Hour, step: time.Minute}
-	var cp controlPlane
-	if err := rf.apply(&cp); err != nil {
-		t.Fatal(err)
-	}
 	g, err := graph.DevWorld()
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +125,7 @@ func redirectorLocation(t *testing.T, secret, app, name, proto string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := redirector.New(redirector.Config{Graph: g, Geo: db, DevIP: true, PlayToken: cp.playToken}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	r, err := redirector.New(redirector.Config{Graph: g, Geo: db, DevIP: true, PlayToken: playTokenSigner(secret, time.Hour, time.Minute)}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

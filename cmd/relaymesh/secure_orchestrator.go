@@ -2,54 +2,54 @@ package main
 
 import (
 	"crypto/tls"
-	"errors"
-	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
 	"github.com/relaymesh/relaymesh/internal/certreload"
+	"github.com/relaymesh/relaymesh/internal/config"
 	"github.com/relaymesh/relaymesh/internal/playtoken"
 )
 
-// redirectorFlags: the play tokens the redirector issues, and HTTPS for
-// the redirector, the mesh API and the dashboard.
-type redirectorFlags struct {
-	playSecret       string
-	playTTL, step    time.Duration
-	https, cert, key string
+// bindRedirectorSecure binds the orchestrator's flags for the play tokens
+// the redirector issues, and HTTPS for the redirector, the mesh API and the
+// dashboard.
+func bindRedirectorSecure(c *cmdFlags) {
+	cfg := c.cfg
+	o := &cfg.Orchestrator
+	c.String(&cfg.Play.TokenSecret, "play-token-secret", "play.token_secret", "secret that signs the play tokens redirects carry (?token=); the relays' and primary's --play-token-secret (default: none, redirects carry no token)")
+	c.Duration(&o.PlayTokenTTL, "play-token-ttl", "orchestrator.play_token_ttl", "lifetime of an issued play token: a viewer must start playing within it (a playing one goes on)")
+	c.Duration(&o.PlayTokenStep, "play-token-step", "orchestrator.play_token_step", "expiries are rounded up to a multiple of this, so viewers of a stream share one token (and CDN cache entries)")
+	c.String(&cfg.HTTP.TLSListen, "https", "http.tls_listen", "HTTPS listen address serving what --http serves (needs --tls-cert and --tls-key; default: none)")
+	bindTLS(c)
 }
 
-func (f *redirectorFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.playSecret, "play-token-secret", "", "secret that signs the play tokens redirects carry (?token=); the relays' and primary's --play-token-secret")
-	fs.DurationVar(&f.playTTL, "play-token-ttl", 10*time.Minute, "lifetime of an issued play token: a viewer must start playing within it (a playing one goes on)")
-	fs.DurationVar(&f.step, "play-token-step", time.Minute, "expiries are rounded up to a multiple of this, so viewers of a stream share one token (and CDN cache entries)")
-	fs.StringVar(&f.https, "https", "", "HTTPS listen address serving what --http serves (needs --tls-cert and --tls-key)")
-	fs.StringVar(&f.cert, "tls-cert", "", "PEM certificate chain of --https, re-read when the file changes")
-	fs.StringVar(&f.key, "tls-key", "", "PEM private key of --tls-cert")
-}
-
-func (f *redirectorFlags) apply(cp *controlPlane) error {
-	if f.playSecret != "" {
-		if f.playTTL <= 0 {
-			return errors.New("--play-token-ttl must be positive")
-		}
-		secret, ttl, step := []byte(f.playSecret), f.playTTL, f.step
-		cp.playToken = func(app, name string) string {
-			return playtoken.Sign(secret, app, name, playtoken.Window(time.Now(), ttl, step))
-		}
-	}
-	if f.https == "" {
+// playTokenSigner signs the play tokens of redirects (nil without a
+// secret: redirects carry none).
+func playTokenSigner(secret string, ttl, step time.Duration) func(app, name string) string {
+	if secret == "" {
 		return nil
 	}
-	certs, err := certreload.New(f.cert, f.key, cp.log)
-	if err != nil {
-		return err
+	key := []byte(secret)
+	return func(app, name string) string {
+		return playtoken.Sign(key, app, name, playtoken.Window(time.Now(), ttl, step))
 	}
-	ln, err := net.Listen("tcp", f.https)
-	if err != nil {
-		return fmt.Errorf("https listen: %w", err)
+}
+
+// openOrchestratorHTTPS opens the HTTPS listener of http.tls_listen, with
+// a certificate reloaded when its files change (nil when not configured).
+func openOrchestratorHTTPS(cfg config.Config, log *slog.Logger) (net.Listener, error) {
+	if cfg.HTTP.TLSListen == "" {
+		return nil, nil
 	}
-	cp.httpsLn = tls.NewListener(ln, certs.ServerConfig(true))
-	return nil
+	certs, err := certreload.New(cfg.TLS.Cert, cfg.TLS.Key, log)
+	if err != nil {
+		return nil, fmt.Errorf("tls.cert, tls.key (--tls-cert, --tls-key): %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.HTTP.TLSListen)
+	if err != nil {
+		return nil, fmt.Errorf("https listen (http.tls_listen, --https): %w", err)
+	}
+	return tls.NewListener(ln, certs.ServerConfig(true)), nil
 }

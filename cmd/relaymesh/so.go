@@ -7,87 +7,65 @@ import (
 	"flag"
 	"fmt"
 	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/internal/redact"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/relaymesh/relaymesh/ingest/rpc"
-	"github.com/relaymesh/relaymesh/ingest/sharedobjects"
 	"github.com/relaymesh/relaymesh/internal/config"
-	mrpc "github.com/relaymesh/relaymesh/internal/rpc"
+	"github.com/relaymesh/relaymesh/internal/rpc"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
 	so "github.com/relaymesh/relaymesh/internal/sharedobject"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/access"
+	"github.com/relaymesh/relaymesh/internal/sharedobject/authority"
+	"github.com/relaymesh/relaymesh/internal/sharedobject/authority/kvstore"
+	"github.com/relaymesh/relaymesh/internal/sharedobject/edge"
+	"github.com/relaymesh/relaymesh/internal/sharedobject/origin"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/replica"
-	"github.com/relaymesh/relaymesh/relay/sorelay"
 )
 
 func init() {
 	register(command{name: "so", summary: "shared objects: 'so watch URL --name N' or 'so set URL --name N --slot K --value JSON'", run: runSO})
 }
 
-// soFlags are the primary's shared-object and RPC flags.
-type soFlags struct {
-	data           string
-	webhooks       multiFlag
-	webhookTimeout time.Duration
-}
-
-// defaultDataDir is where persistent shared objects live without --data.
-func defaultDataDir() string { return filepath.Join(os.TempDir(), "relaymesh-data") }
-
-func (f *soFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.data, "data", defaultDataDir(), "directory of persistent shared objects")
-	fs.Var(&f.webhooks, "webhook", "APP=URL: calls of clients of APP (or * for any) without a Go handler are POSTed to URL; repeatable")
-	fs.DurationVar(&f.webhookTimeout, "webhook-timeout", 5*time.Second, "how long a call webhook may take before the client gets _error")
-}
-
-// primary starts the primary's shared-object and RPC layer, mounts its HTTP
+// soPrimary starts the primary's shared-object and RPC layer, mounts its HTTP
 // API, and returns it with a stop function that saves persistent objects.
 //
 // Persistent objects live in the bus's key-value bucket when the primary is
 // on NATS (conn not nil and the bucket reachable), in files under --data
 // otherwise.
-func (f *soFlags) primary(n *node, log *slog.Logger, conn *bus.Conn) (*rpc.Server, func(), error) {
-	var store sharedobjects.Store
+func soPrimary(n *node, log *slog.Logger, conn *bus.Conn) (*origin.Server, func(), error) {
+	sc := n.cfg.SharedObjects
+	var store authority.Store
 	if conn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		kv, err := conn.SharedObjectsBucket(ctx)
 		cancel()
 		if err == nil {
-			store = &sharedobjects.KVStore{KV: kv}
+			store = &kvstore.Store{KV: kv}
 			log.Info("persistent shared objects in the bus", "bucket", bus.BucketSharedObjects)
 		} else {
-			log.Warn("shared-object bucket unreachable: keeping persistent objects in files", "dir", f.data, "err", err)
+			log.Warn("shared-object bucket unreachable: keeping persistent objects in files", "dir", sc.Data, "err", err)
 		}
 	}
 	if store == nil {
-		fs, err := sharedobjects.NewFileStore(f.data)
+		fs, err := authority.NewFileStore(sc.Data)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--data: %w", err)
+			return nil, nil, fmt.Errorf("shared_objects.data (--data): %w", err)
 		}
 		store = fs
-	}
-	hooks := map[string]string{}
-	for _, kv := range f.webhooks {
-		app, url, ok := strings.Cut(kv, "=")
-		if !ok || app == "" || !strings.HasPrefix(url, "http") {
-			return nil, nil, fmt.Errorf("--webhook %q: want APP=http(s)://…", kv)
-		}
-		hooks[app] = url
 	}
 	lim, rules, err := soLimits(n.cfg.SharedObjects)
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := rpc.New(rpc.Config{
-		SharedObjects:  sharedobjects.Config{Store: store, Limits: lim, Rules: rules},
+	srv, err := origin.New(origin.Config{
+		SharedObjects:  authority.Config{Store: store, Limits: lim, Rules: rules},
 		FloodPerSecond: n.cfg.SharedObjects.FloodPerSecond,
 		FloodBurst:     n.cfg.SharedObjects.FloodBurst,
-		Webhooks:       hooks,
-		WebhookTimeout: f.webhookTimeout,
+		Webhooks:       sc.Webhooks,
+		WebhookTimeout: sc.WebhookTimeout,
 		Log:            log,
 	})
 	if err != nil {
@@ -102,17 +80,13 @@ func (f *soFlags) primary(n *node, log *slog.Logger, conn *bus.Conn) (*rpc.Serve
 
 // soRelay starts a relay's shared-object and RPC layer with the limits and
 // rules of the configuration's shared_objects section.
-func soRelay(ctx context.Context, cfg config.Config, conn rtmp.ConnConfig, log *slog.Logger) (*sorelay.Relay, error) {
+func soRelay(ctx context.Context, cfg config.Config, conn rtmp.ConnConfig, log *slog.Logger) (*edge.Relay, error) {
 	lim, rules, err := soLimits(cfg.SharedObjects)
 	if err != nil {
 		return nil, err
 	}
-	return sorelay.New(ctx, sorelay.Config{RelayID: cfg.Relay.ID, Upstream: cfg.Relay.Upstream, Conn: conn, Log: log,
-		Rules: rules, Limits: replica.Limits{
-			ObjectsPerClient:  lim.ObjectsPerClient,
-			MessagesPerSecond: lim.MessagesPerSecond,
-			Burst:             lim.Burst,
-		},
+	return edge.New(ctx, edge.Config{RelayID: cfg.Relay.ID, Upstream: cfg.Relay.Upstream, Conn: conn, Log: log,
+		Rules: rules, Limits: replica.Limits{Limits: lim.Limits},
 		FloodPerSecond: cfg.SharedObjects.FloodPerSecond,
 		FloodBurst:     cfg.SharedObjects.FloodBurst,
 	})
@@ -120,7 +94,7 @@ func soRelay(ctx context.Context, cfg config.Config, conn rtmp.ConnConfig, log *
 
 // soLimits checks the shared_objects section and turns it into the
 // authority's limits (a relay takes the per-client ones) and rules.
-func soLimits(c config.SharedObjects) (sharedobjects.Limits, access.Rules, error) {
+func soLimits(c config.SharedObjects) (authority.Limits, access.Rules, error) {
 	for _, v := range []struct {
 		name string
 		n    float64
@@ -131,20 +105,22 @@ func soLimits(c config.SharedObjects) (sharedobjects.Limits, access.Rules, error
 		{"burst", float64(c.Burst)}, {"flood_per_second", c.FloodPerSecond}, {"flood_burst", float64(c.FloodBurst)},
 	} {
 		if v.n < 0 {
-			return sharedobjects.Limits{}, nil, fmt.Errorf("shared_objects.%s: %v is negative", v.name, v.n)
+			return authority.Limits{}, nil, fmt.Errorf("shared_objects.%s: %v is negative", v.name, v.n)
 		}
 	}
 	if err := c.Rules.Validate(); err != nil {
-		return sharedobjects.Limits{}, nil, fmt.Errorf("shared_objects.rules: %w", err)
+		return authority.Limits{}, nil, fmt.Errorf("shared_objects.rules: %w", err)
 	}
-	lim := sharedobjects.Limits{
-		ObjectsPerClient:  c.ObjectsPerClient,
-		ObjectsPerScope:   c.ObjectsPerScope,
-		SlotsPerObject:    c.SlotsPerObject,
-		ValueBytes:        c.ValueBytes,
-		ObjectBytes:       c.ObjectBytes,
-		MessagesPerSecond: c.MessagesPerSecond,
-		Burst:             c.Burst,
+	lim := authority.Limits{
+		Limits: access.Limits{
+			ObjectsPerClient:  c.ObjectsPerClient,
+			MessagesPerSecond: c.MessagesPerSecond,
+			Burst:             c.Burst,
+		},
+		ObjectsPerScope: c.ObjectsPerScope,
+		SlotsPerObject:  c.SlotsPerObject,
+		ValueBytes:      c.ValueBytes,
+		ObjectBytes:     c.ObjectBytes,
 	}.WithDefaults()
 	return lim, c.Rules, nil
 }
@@ -178,16 +154,16 @@ func runSO(ctx context.Context, args []string) error {
 	if url == "" || *name == "" {
 		return errors.New("an rtmp:// URL and --name are required")
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(redact.Handler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	out := json.NewEncoder(os.Stdout)
-	var cfg mrpc.ClientConfig
+	var cfg rpc.ClientConfig
 	cfg.Log = log
 	if verb == "watch" {
-		cfg.OnObject = func(o *mrpc.Object, m so.Message) { _ = out.Encode(describeSO(m)) }
+		cfg.OnObject = func(o *rpc.Object, m so.Message) { _ = out.Encode(describeSO(m)) }
 	}
 	dctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	c, err := mrpc.Dial(dctx, url, cfg)
+	c, err := rpc.Dial(dctx, url, cfg)
 	if err != nil {
 		return err
 	}
@@ -207,7 +183,7 @@ func runSO(ctx context.Context, args []string) error {
 	if *slot == "" {
 		return errors.New("set: --slot is required")
 	}
-	v, err := mrpc.ParseJSON([]byte(*value))
+	v, err := rpc.ParseJSON([]byte(*value))
 	if err != nil {
 		return fmt.Errorf("--value: %w", err)
 	}
@@ -215,7 +191,7 @@ func runSO(ctx context.Context, args []string) error {
 		return err
 	}
 	slots, version := o.Slots()
-	js, _ := mrpc.ToJSON(slots)
+	js, _ := rpc.ToJSON(slots)
 	return out.Encode(map[string]any{"version": version, "slots": js})
 }
 
@@ -227,12 +203,12 @@ func describeSO(m so.Message) map[string]any {
 		switch e.Type {
 		case so.EventChange:
 			d["key"] = e.Key
-			d["value"], _ = mrpc.ToJSON(e.Value)
+			d["value"], _ = rpc.ToJSON(e.Value)
 		case so.EventSuccess, so.EventRemove:
 			d["key"] = e.Key
 		case so.EventSendMessage:
 			d["handler"] = e.Handler
-			d["args"], _ = mrpc.ToJSONList(e.Args)
+			d["args"], _ = rpc.ToJSONList(e.Args)
 		case so.EventStatus:
 			d["code"] = e.Code
 		}

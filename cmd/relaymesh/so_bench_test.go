@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	mrpc "github.com/relaymesh/relaymesh/internal/rpc"
+	"github.com/relaymesh/relaymesh/internal/rpc"
 	so "github.com/relaymesh/relaymesh/internal/sharedobject"
 )
 
@@ -51,7 +51,7 @@ func TestSharedObjectPropagation(t *testing.T) {
 		measure  atomic.Bool
 		received atomic.Int64 // "w*" changes seen by all clients together
 	)
-	onObject := func(o *mrpc.Object, m so.Message) {
+	onObject := func(o *rpc.Object, m so.Message) {
 		now := time.Now().UnixNano()
 		for _, e := range m.Events {
 			if e.Type != so.EventChange {
@@ -78,7 +78,7 @@ func TestSharedObjectPropagation(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			c, err := mrpc.Dial(ctx, "rtmp://"+r2.rtmp+"/live/room", mrpc.ClientConfig{Log: quietLog, OnObject: onObject})
+			c, err := rpc.Dial(ctx, "rtmp://"+r2.rtmp+"/live/room", rpc.ClientConfig{Log: quietLog, OnObject: onObject})
 			if err != nil {
 				errs <- err
 				return
@@ -135,7 +135,7 @@ func TestSharedObjectPropagation(t *testing.T) {
 
 	// Throughput: 8 writers on the primary, each waiting for its Success.
 	const writers, perWriter = 8, 250
-	ws := make([]*mrpc.Object, writers)
+	ws := make([]*rpc.Object, writers)
 	for i := range ws {
 		c := dialMesh(t, ctx, "rtmp://"+primary.rtmp+"/live/room")
 		if ws[i], err = c.Use(ctx, "chat", false); err != nil {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/relaymesh/relaymesh/internal/config"
-	mrpc "github.com/relaymesh/relaymesh/internal/rpc"
+	"github.com/relaymesh/relaymesh/internal/rpc"
 	so "github.com/relaymesh/relaymesh/internal/sharedobject"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/access"
 )
@@ -64,7 +64,7 @@ func TestSharedObjectsConfigFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var se *mrpc.StatusError
+		var se *rpc.StatusError
 		if err := o.Set(ctx, "topic", "x"); !errors.As(err, &se) || se.Code != so.StatusNoWriteAccess {
 			t.Fatalf("%s: topic write: %v", n.rtmp, err)
 		}
@@ -85,7 +85,7 @@ func TestSharedObjectsConfigFile(t *testing.T) {
 	}
 	for i, k := range []string{"a", "b", "c", "d"} {
 		err := o.Set(ctx, k, 1.0)
-		var se *mrpc.StatusError
+		var se *rpc.StatusError
 		if i < 3 && err != nil || i == 3 && (!errors.As(err, &se) || se.Code != so.StatusLimitExceeded) {
 			t.Fatalf("slot %s: %v", k, err)
 		}

@@ -17,16 +17,16 @@ import (
 	"testing"
 	"time"
 
-	mrpc "github.com/relaymesh/relaymesh/internal/rpc"
+	"github.com/relaymesh/relaymesh/internal/rpc"
 	so "github.com/relaymesh/relaymesh/internal/sharedobject"
 )
 
 // meshClient is a test client that records the calls the server makes.
 type meshClient struct {
-	*mrpc.Client
+	*rpc.Client
 	mu    sync.Mutex
 	calls map[string]int
-	obj   *mrpc.Object
+	obj   *rpc.Object
 }
 
 func (c *meshClient) count(method string) int {
@@ -40,7 +40,7 @@ var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 func dialMesh(t *testing.T, ctx context.Context, url string) *meshClient {
 	t.Helper()
 	mc := &meshClient{calls: map[string]int{}}
-	c, err := mrpc.Dial(ctx, url, mrpc.ClientConfig{Log: quietLog, OnCall: func(method string, args []any) {
+	c, err := rpc.Dial(ctx, url, rpc.ClientConfig{Log: quietLog, OnCall: func(method string, args []any) {
 		mc.mu.Lock()
 		mc.calls[method]++
 		mc.mu.Unlock()
@@ -230,8 +230,8 @@ func TestSharedObjectsAndRPCAcrossChain(t *testing.T) {
 			t.Fatalf("webhook got %+v", last)
 		}
 		_, err = c.Call(ctx, "slow")
-		var se *mrpc.StatusError
-		if !errors.As(err, &se) || se.Code != mrpc.CodeCallFailed || !strings.Contains(se.Description, "did not answer") {
+		var se *rpc.StatusError
+		if !errors.As(err, &se) || se.Code != rpc.CodeCallFailed || !strings.Contains(se.Description, "did not answer") {
 			t.Fatalf("slow webhook: %v", err)
 		}
 	})
@@ -278,7 +278,7 @@ func TestSharedObjectsAndRPCAcrossChain(t *testing.T) {
 		// An oversized value is refused with a status; others keep working.
 		c := perNode[2][3]
 		err := c.obj.Set(ctx, "big", strings.Repeat("x", 40<<10))
-		var se *mrpc.StatusError
+		var se *rpc.StatusError
 		if !errors.As(err, &se) || se.Code != so.StatusLimitExceeded {
 			t.Fatalf("oversized value: %v", err)
 		}

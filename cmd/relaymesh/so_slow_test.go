@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	mrpc "github.com/relaymesh/relaymesh/internal/rpc"
+	"github.com/relaymesh/relaymesh/internal/rpc"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
 	so "github.com/relaymesh/relaymesh/internal/sharedobject"
 )
@@ -119,7 +119,7 @@ func TestSlowViewerGetsEverySharedObjectChange(t *testing.T) {
 		calls   []any    // first argument of each "notice" call
 	)
 	var video, audio atomic.Int64
-	viewer, err := mrpc.DialConn(ctx, slow, "rtmp://"+r1.rtmp+"/live/room", mrpc.ClientConfig{
+	viewer, err := rpc.DialConn(ctx, slow, "rtmp://"+r1.rtmp+"/live/room", rpc.ClientConfig{
 		Log: quietLog,
 		OnMedia: func(m rtmp.Message) {
 			switch m.Type {
@@ -129,7 +129,7 @@ func TestSlowViewerGetsEverySharedObjectChange(t *testing.T) {
 				audio.Add(1)
 			}
 		},
-		OnObject: func(o *mrpc.Object, m so.Message) {
+		OnObject: func(o *rpc.Object, m so.Message) {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, e := range m.Events {

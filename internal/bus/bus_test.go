@@ -171,3 +171,42 @@ func TestPublisherBounded(t *testing.T) {
 		t.Fatalf("dropped %d, want 3", p.Dropped())
 	}
 }
+
+func TestAliveAndProtocols(t *testing.T) {
+	subj, err := AliveSubject("relay-eu")
+	if err != nil || subj != "relaymesh.v1.relay.relay-eu.alive" {
+		t.Fatalf("%q %v", subj, err)
+	}
+	data, _ := Encode(Alive{ID: "relay-eu", Bye: true})
+	if a, err := DecodeAlive(data); err != nil || !a.Bye || a.ID != "relay-eu" {
+		t.Fatalf("%+v %v", a, err)
+	}
+	if _, err := DecodeAlive([]byte(`{"id":"a.b"}`)); err == nil {
+		t.Fatal("bad id accepted")
+	}
+	st := StreamStatus{App: "live", Name: "a", Viewers: 3, Protocols: []ProtocolLoad{{Protocol: ProtoRTMP, Viewers: 1}, {Protocol: ProtoHLS, Viewers: 1}, {Protocol: ProtoDASH, Viewers: 1}}}
+	if st.HTTPViewers() != 2 {
+		t.Fatalf("%d HTTP viewers", st.HTTPViewers())
+	}
+	data, _ = Encode(Status{ID: "r", Streams: []StreamStatus{st}})
+	if got, err := DecodeStatus(data); err != nil || len(got.Streams[0].Protocols) != 3 {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if _, err := DecodeStatus([]byte(`{"id":"r","viewers":0,"mbps":0,"time":"2025-01-01T00:00:00Z","streams":[{"app":"a","name":"b","viewers":0,"mbps":0,"live":true,"protocols":[{"protocol":"hls","viewers":-1,"mbps":0}]}]}`)); err == nil {
+		t.Fatal("negative protocol viewers accepted")
+	}
+}
+
+// TestAliveSize: a heartbeat and its subject stay around 100 bytes (the
+// bus budget in docs/operations.md counts on it).
+func TestAliveSize(t *testing.T) {
+	id := "relay-eu-west-01"
+	subj, _ := AliveSubject(id)
+	data, _ := Encode(Alive{ID: id, Time: time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)})
+	// "PUB <subject> <size>\r\n<payload>\r\n"
+	wire := len("PUB ") + len(subj) + len(" 00\r\n") + len(data) + len("\r\n")
+	t.Logf("heartbeat: %d bytes of payload, %d on the wire", len(data), wire)
+	if wire > 128 {
+		t.Errorf("heartbeat takes %d bytes on the wire", wire)
+	}
+}

@@ -7,6 +7,8 @@ import "testing"
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"op":"open","app":"live","name":"a","parent":"rtmp://h:1"}`))
 	f.Add([]byte(`{"id":"r","viewers":1,"mbps":1,"time":"2025-01-01T00:00:00Z","streams":[{"app":"a","name":"b","viewers":1,"mbps":0,"live":true}]}`))
+	f.Add([]byte(`{"id":"r","viewers":2,"mbps":1,"time":"2025-01-01T00:00:00Z","streams":[{"app":"a","name":"b","viewers":2,"mbps":1,"live":true,"protocols":[{"protocol":"hls","viewers":2,"mbps":1}]}]}`))
+	f.Add([]byte(`{"id":"r","bye":true,"time":"2025-01-01T00:00:00Z"}`))
 	f.Add([]byte(`{"app":"live","name":"a","cells":[{"location":"as","value":2.5,"at":"2025-01-01T00:00:00Z"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if c, err := DecodeCommand(data); err == nil {
@@ -21,6 +23,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("status does not round-trip: %v", err)
 			}
 		}
+		_, _ = DecodeAlive(data)
 		_, _ = DecodeDemand(data)
 		_, _ = DecodePlacement(data)
 		if b, err := DecodeBonuses(data); err == nil {

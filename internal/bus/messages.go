@@ -9,6 +9,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/relaymesh/relaymesh/internal/audience"
 )
 
 // MaxMessageSize bounds every encoded message accepted by a decoder.
@@ -21,19 +23,45 @@ const (
 	MaxRelaysPerStream  = 1024 // relays in one Placement
 	MaxBonusCells       = 1024 // locations in one Bonuses
 	MaxFieldLen         = 512  // any string field (addresses, reasons, URLs)
+	MaxProtocols        = 8    // entries of one StreamStatus.Protocols
+)
+
+// Protocols of a viewer in StreamStatus.Protocols.
+const (
+	ProtoRTMP = audience.RTMP
+	ProtoHLS  = audience.HLS
+	ProtoDASH = audience.DASH
 )
 
 // ErrInvalid wraps every decoding and validation error.
 var ErrInvalid = errors.New("bus: invalid message")
 
-// StreamStatus is the load of one stream on a relay.
+// StreamStatus is the load of one stream on a relay. Viewers and Mbps are
+// the totals over every protocol (RTMP players and HLS/DASH clients), so
+// the scaler, the demand bonus and the close rules count them all;
+// Protocols breaks them down.
 type StreamStatus struct {
-	App     string  `json:"app"`
-	Name    string  `json:"name"`
-	Viewers int     `json:"viewers"`
-	Mbps    float64 `json:"mbps"`
-	Live    bool    `json:"live"`           // media is flowing
-	Held    bool    `json:"held,omitempty"` // kept open by an orchestrator command
+	App       string         `json:"app"`
+	Name      string         `json:"name"`
+	Viewers   int            `json:"viewers"`
+	Mbps      float64        `json:"mbps"`
+	Live      bool           `json:"live"`                // media is flowing
+	Held      bool           `json:"held,omitempty"`      // kept open by an orchestrator command
+	Protocols []ProtocolLoad `json:"protocols,omitempty"` // by protocol, when any has viewers
+}
+
+// ProtocolLoad is the share of one protocol in a StreamStatus.
+type ProtocolLoad = audience.Load
+
+// HTTPViewers is the number of HLS and DASH viewers in s.
+func (s StreamStatus) HTTPViewers() int {
+	n := 0
+	for _, p := range s.Protocols {
+		if p.Protocol == ProtoHLS || p.Protocol == ProtoDASH {
+			n += p.Viewers
+		}
+	}
+	return n
 }
 
 // Status is what a relay reports every interval (subject StatusSubject and
@@ -226,6 +254,17 @@ func DecodeStatus(data []byte) (Status, error) {
 		}
 		if st.Viewers < 0 {
 			return Status{}, invalid("negative viewers")
+		}
+		if len(st.Protocols) > MaxProtocols {
+			return Status{}, invalid("%d protocols", len(st.Protocols))
+		}
+		for _, p := range st.Protocols {
+			if p.Viewers < 0 || len(p.Protocol) > 16 {
+				return Status{}, invalid("protocol %.16q: %d viewers", p.Protocol, p.Viewers)
+			}
+			if err := checkNum("protocol mbps", p.Mbps); err != nil {
+				return Status{}, err
+			}
 		}
 	}
 	return s, nil

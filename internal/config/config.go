@@ -5,12 +5,10 @@
 package config
 
 import (
-	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/relaymesh/relaymesh/internal/sharedobject/access"
 )
@@ -26,10 +24,24 @@ type Config struct {
 	HLS     HLS     `yaml:"hls"`
 	// SharedObjects is read by the primary and by every relay.
 	SharedObjects SharedObjects `yaml:"shared_objects"`
-	// Play, Hooks and TLS are read by the primary and by every relay.
+	// Play, Hooks and TLS are read by the primary and by every relay; the
+	// orchestrator reads play.token_secret and tls (with http.tls_listen).
 	Play  Play  `yaml:"play"`
 	Hooks Hooks `yaml:"hooks"`
 	TLS   TLS   `yaml:"tls"`
+	// NATS is the control-plane bus of primaries, relays and orchestrators.
+	NATS NATS `yaml:"nats"`
+	// Advertise and Capacity are what a primary or relay reports to the
+	// orchestrator (with nats.urls).
+	Advertise Advertise `yaml:"advertise"`
+	Capacity  Capacity  `yaml:"capacity"`
+	// Primary names the primary on the control plane.
+	Primary Primary `yaml:"primary"`
+	// Orchestrator configures relaymesh orchestrator (and the control plane
+	// of relaymesh dev).
+	Orchestrator Orchestrator `yaml:"orchestrator"`
+	// Dev configures relaymesh dev.
+	Dev Dev `yaml:"dev"`
 }
 
 // Play configures who may play (RTMP, HLS and DASH). Off by default: an
@@ -66,6 +78,71 @@ type TLS struct {
 	Key  string `yaml:"key"`  // PEM private key file
 }
 
+// NATS says how to reach the bus: an external cluster (URLs), or, for the
+// orchestrator, an embedded server.
+type NATS struct {
+	URLs    string `yaml:"urls"`     // nats://host:4222,… (primary, relay: empty = no control plane; orchestrator: empty = embedded server)
+	Creds   string `yaml:"creds"`    // credentials file (JWT and NKey seed)
+	NKey    string `yaml:"nkey"`     // NKey seed file
+	CA      string `yaml:"ca"`       // CA bundle of the NATS servers' certificates
+	Cert    string `yaml:"cert"`     // client certificate (with key)
+	Key     string `yaml:"key"`      // client key
+	DataDir string `yaml:"data_dir"` // embedded server (orchestrator): JetStream store directory (default: a temporary directory)
+	Listen  string `yaml:"listen"`   // embedded server (orchestrator): address other processes connect to (default 127.0.0.1:4222; empty: in-process only)
+}
+
+// Advertise is where viewers reach this server, when not at its listen
+// addresses (behind NAT, a load balancer or in a container).
+type Advertise struct {
+	RTMP string `yaml:"rtmp"` // host:port (default: the RTMP listen address)
+	HTTP string `yaml:"http"` // host:port (default: the HTTP listen address)
+	// RTMPS and HTTPS are reported for viewers asking for TLS (default: the
+	// rtmp.tls_listen and http.tls_listen addresses).
+	RTMPS string `yaml:"rtmps"`
+	HTTPS string `yaml:"https"`
+}
+
+// Capacity bounds what the orchestrator sends to this server.
+type Capacity struct {
+	Viewers int     `yaml:"viewers"` // 0 = unlimited
+	Mbps    float64 `yaml:"mbps"`    // Mbit/s sent; 0 = unlimited
+}
+
+// Primary is the primary's identity on the control plane.
+type Primary struct {
+	ID       string `yaml:"id"`       // default primary
+	Location string `yaml:"location"` // its location in the graph
+}
+
+// Orchestrator configures the orchestrator and its redirector.
+type Orchestrator struct {
+	ID             string  `yaml:"id"`              // instance id in the leadership lease (default host-pid)
+	Graph          string  `yaml:"graph"`           // location graph file (default: the built-in dev world)
+	GeoIP          string  `yaml:"geoip"`           // MaxMind City database (default: the built-in demo database)
+	TrustedProxies string  `yaml:"trusted_proxies"` // comma-separated addresses/prefixes whose X-Forwarded-For is believed
+	TokenSecret    string  `yaml:"token_secret"`    // signs sticky tokens; share between redirectors (default random)
+	Threshold      float64 `yaml:"threshold"`       // demand bonus that opens a relay (0 = 50)
+	DevIP          bool    `yaml:"dev_ip"`          // honour ?ip=ADDR on /play (development only)
+	OverflowURL    string  `yaml:"overflow_url"`    // CDN URL prefix for HLS/DASH viewers when every server is full
+	// SteeringTTL is the TTL of content steering answers: how soon HLS/DASH
+	// players following steering leave a draining relay (0 = 5s).
+	SteeringTTL time.Duration `yaml:"steering_ttl"`
+	// PlayTokenTTL is the lifetime of the play tokens redirects carry (with
+	// play.token_secret): a viewer must start playing within it (default 10m).
+	PlayTokenTTL time.Duration `yaml:"play_token_ttl"`
+	// PlayTokenStep rounds expiries up to a multiple of it, so the viewers
+	// of a stream share one token and CDN cache entries (default 1m).
+	PlayTokenStep time.Duration `yaml:"play_token_step"`
+}
+
+// Dev configures the development mesh (relaymesh dev). Its primary listens
+// at rtmp.listen, its redirector and dashboard at http.listen.
+type Dev struct {
+	PrimaryHTTP   string `yaml:"primary_http"`    // HTTP listener of the primary (default 127.0.0.1:8081)
+	RelayBasePort int    `yaml:"relay_base_port"` // relay i listens RTMP on base+2i, HTTP on base+2i+1 (default 1940; 0: free ports)
+	DemoSource    bool   `yaml:"demo_source"`     // publish a test pattern to live/demo with ffmpeg
+}
+
 // HLS configures the HLS/DASH packager served on the HTTP listener under
 // /hls/{app}/{name}/index.m3u8 and /dash/{app}/{name}/manifest.mpd.
 type HLS struct {
@@ -84,6 +161,11 @@ type HLS struct {
 	PartTarget time.Duration `yaml:"part_target"`
 	// SegmentCount is the number of segments in playlists (default 7).
 	SegmentCount int `yaml:"segment_count"`
+	// SteeringURL is the base URL of the redirector (e.g.
+	// http://play.example.net): playlists and manifests then name its
+	// content steering service, with this server's id as the pathway.
+	// Empty (the default): no steering.
+	SteeringURL string `yaml:"steering_url"`
 }
 
 // Log configures structured logging.
@@ -184,6 +266,14 @@ type SharedObjects struct {
 	// scope, object and key patterns match decides; none matching allows
 	// (default: no rules).
 	Rules access.Rules `yaml:"rules"`
+	// Data is the directory of persistent shared objects of a primary
+	// without NATS (default: relaymesh-data in the OS temporary directory).
+	Data string `yaml:"data"`
+	// Webhooks maps an application (or "*") to the URL that calls of its
+	// clients without a Go handler are POSTed to (primary).
+	Webhooks map[string]string `yaml:"webhooks"`
+	// WebhookTimeout bounds one webhook call (default 5s).
+	WebhookTimeout time.Duration `yaml:"webhook_timeout"`
 }
 
 // Default is the configuration used when no file and no flags say otherwise.
@@ -215,7 +305,12 @@ func Default() Config {
 			ObjectsPerClient: 64, ObjectsPerScope: 1024, SlotsPerObject: 1024,
 			ValueBytes: 16 << 10, ObjectBytes: 1 << 20,
 			MessagesPerSecond: 50, Burst: 100, FloodPerSecond: 200, FloodBurst: 400,
+			Data: filepath.Join(os.TempDir(), "relaymesh-data"), WebhookTimeout: 5 * time.Second,
 		},
+		NATS:         NATS{Listen: "127.0.0.1:4222"},
+		Primary:      Primary{ID: "primary"},
+		Orchestrator: Orchestrator{PlayTokenTTL: 10 * time.Minute, PlayTokenStep: time.Minute},
+		Dev:          Dev{PrimaryHTTP: "127.0.0.1:8081", RelayBasePort: 1940},
 	}
 }
 
@@ -223,17 +318,20 @@ func Default() Config {
 // does not silently fall back to a default.
 func Load(path string) (Config, error) {
 	c := Default()
+	err := c.LoadFile(path)
+	return c, err
+}
+
+// LoadFile reads path over c (a command's defaults); "" reads nothing.
+// Errors name the file, the line and the YAML key (rtmp.listen), suggest
+// the key meant when one is misspelt, and list every problem of the file.
+func (c *Config) LoadFile(path string) error {
 	if path == "" {
-		return c, nil
+		return nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return c, fmt.Errorf("config: %w", err)
+		return fmt.Errorf("config: %w", err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("config %s: %w", path, err)
-	}
-	return c, nil
+	return c.decode(path, b)
 }

@@ -33,7 +33,11 @@ func TestLoad(t *testing.T) {
 
 // The documented example file must load.
 func TestExampleFile(t *testing.T) {
-	if _, err := Load("../../docs/relaymesh.example.yaml"); err != nil {
+	c, err := Load("../../docs/relaymesh.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
 }

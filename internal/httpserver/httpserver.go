@@ -1,6 +1,8 @@
 // Package httpserver is the HTTP listener every relaymesh process runs:
-// /healthz, Prometheus /metrics, and whatever handlers the process mounts
-// (stream API, HLS/DASH, dashboard), with sane timeouts and graceful shutdown.
+// /healthz (with the process's health checks), Prometheus /metrics (with
+// relaymesh_build_info and the request durations of every route), and
+// whatever handlers the process mounts (stream API, HLS/DASH, dashboard),
+// with sane timeouts and graceful shutdown.
 package httpserver
 
 import (
@@ -11,6 +13,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,25 +29,75 @@ type Server struct {
 	Registry *prometheus.Registry
 	draining atomic.Bool
 	log      *slog.Logger
+	duration *prometheus.HistogramVec
+
+	mu     sync.Mutex
+	checks []check
 }
 
-// New returns a server with /healthz and /metrics, and the Go and process
-// collectors registered.
+type check struct {
+	name string
+	f    func() error
+}
+
+// New returns a server with /healthz and /metrics, and the Go, process and
+// build-info collectors registered.
 func New(log *slog.Logger) *Server {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	s := &Server{Mux: http.NewServeMux(), Registry: reg, log: log}
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
+	s := &Server{Mux: http.NewServeMux(), Registry: reg, log: log, duration: newDurations()}
+	reg.MustRegister(s.duration)
 	s.Mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	s.Mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		if s.draining.Load() {
-			http.Error(w, "draining\n", http.StatusServiceUnavailable)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok\n"))
-	})
+	s.Mux.HandleFunc("GET /healthz", s.healthz)
 	return s
 }
+
+// AddCheck adds a health check: while f returns an error, /healthz answers
+// 503 with the check's name and the error as the reason.
+func (s *Server) AddCheck(name string, f func() error) {
+	s.mu.Lock()
+	s.checks = append(s.checks, check{name, f})
+	s.mu.Unlock()
+}
+
+// Health is the body of /healthz.
+type Health struct {
+	Status  string   `json:"status"`            // ok, draining or unhealthy
+	Reasons []Reason `json:"reasons,omitempty"` // why not ok
+}
+
+// Reason is a failing check.
+type Reason struct {
+	Check string `json:"check"`
+	Error string `json:"error"`
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	h := Health{Status: "ok"}
+	if s.draining.Load() {
+		h.Status = "draining"
+		h.Reasons = append(h.Reasons, Reason{Check: "drain", Error: "shutting down: no new viewers"})
+	}
+	s.mu.Lock()
+	checks := slices.Clone(s.checks)
+	s.mu.Unlock()
+	for _, c := range checks {
+		if err := c.f(); err != nil {
+			if h.Status == "ok" {
+				h.Status = "unhealthy"
+			}
+			h.Reasons = append(h.Reasons, Reason{Check: c.name, Error: err.Error()})
+		}
+	}
+	code := http.StatusOK
+	if h.Status != "ok" {
+		code = http.StatusServiceUnavailable
+	}
+	WriteJSON(w, code, h)
+}
+
+// Handler is the mux with every request's duration measured.
+func (s *Server) Handler() http.Handler { return instrument(s.Mux, s.duration) }
 
 // EnablePprof mounts net/http/pprof under /debug/pprof/ (for operators
 // profiling a live server; off by default).
@@ -68,7 +122,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // tls.Config offers "h2".
 func (s *Server) ServeHandler(ctx context.Context, ln net.Listener, h http.Handler) error {
 	hs := &http.Server{
-		Handler:           h,
+		Handler:           instrument(h, s.duration),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },

@@ -55,7 +55,7 @@ func pipePeers(tb testing.TB, n int) (*Peers, []so.ClientID) {
 		}()
 		tb.Cleanup(func() { sc.Close(nil); r.c.Close(nil) })
 		s := &rtmp.Session{ID: fmt.Sprintf("c%d", i), Conn: sc}
-		p, _ := ps.Add(s, &rtmp.ConnectRequest{App: "live/room"}, false, false)
+		p, _ := ps.Add(s, &rtmp.ConnectRequest{App: "live/room"})
 		ids = append(ids, p.ID)
 	}
 	return ps, ids

@@ -111,8 +111,12 @@ func (ps *Peers) Node() string { return ps.cfg.Node }
 // Add registers a connected session and returns its peer (the existing one
 // when the session is already registered; added reports which).
 // req is the session's connect request (s.Connect is set only once the
-// connect handler has returned).
-func (ps *Peers) Add(s *rtmp.Session, req *rtmp.ConnectRequest, relay, link bool) (p *Peer, added bool) {
+// connect handler has returned): it says whether the peer is a downstream
+// relay (rtmp.RelayMarker) and whether the connection is a relay's link for
+// one scope (PropScope).
+func (ps *Peers) Add(s *rtmp.Session, req *rtmp.ConnectRequest) (p *Peer, added bool) {
+	relay := req.FromRelay()
+	_, link := req.Object[PropScope]
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if p := ps.bySS[s]; p != nil {

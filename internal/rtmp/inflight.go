@@ -4,8 +4,6 @@ import (
 	"net"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // inflight tracks how much media the kernel still holds for the peer: bytes
@@ -52,6 +50,9 @@ type batchMark struct {
 }
 
 func newInflight(nc net.Conn) *inflight {
+	if !haveKernelQueue {
+		return nil
+	}
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
 		return nil
@@ -61,22 +62,7 @@ func newInflight(nc net.Conn) *inflight {
 		return nil
 	}
 	f := &inflight{raw: raw}
-	f.control = func(fd uintptr) {
-		// Unsent bytes first: when everything was sent (the usual case for
-		// a viewer that keeps up) the queue length is not needed.
-		n, err := unix.IoctlGetInt(int(fd), unix.SIOCOUTQNSD)
-		if err != nil {
-			n = 0
-		}
-		f.notsent = n
-		f.outq = 0
-		if n == 0 {
-			return
-		}
-		if n, err = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ); err == nil {
-			f.outq = n
-		}
-	}
+	f.control = func(fd uintptr) { f.notsent, f.outq = kernelQueue(fd) }
 	return f
 }
 
@@ -89,9 +75,7 @@ func (f *inflight) recheck() { f.lastHeld = true }
 // slow peer from a short write, without asking.
 func (f *inflight) setNotSentLowat(n int) {
 	var serr error
-	err := f.raw.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, n)
-	})
+	err := f.raw.Control(func(fd uintptr) { serr = setNotSentLowat(fd, n) })
 	f.lowat = err == nil && serr == nil
 }
 

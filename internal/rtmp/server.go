@@ -24,6 +24,21 @@ type ConnectRequest struct {
 	Object         map[string]any
 }
 
+// RelayMarker is the connect-object property by which a downstream relay
+// identifies itself (its value is the relay's id); an upstream serves it
+// every frame (no drop policy) and multiplexes its clients' shared objects
+// and calls over it.
+const RelayMarker = "relaymeshRelay"
+
+// FromRelay reports whether the connect came from a downstream relay.
+func (r *ConnectRequest) FromRelay() bool {
+	if r == nil {
+		return false
+	}
+	_, ok := r.Object[RelayMarker]
+	return ok
+}
+
 // StreamRequest is a publish or play on one message stream.
 type StreamRequest struct {
 	App      string

@@ -1,6 +1,9 @@
 package sharedobject
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // RTMP message type ids that carry shared-object messages.
 const (
@@ -97,4 +100,23 @@ type ClientID uint64
 type Outgoing struct {
 	Client  ClientID
 	Message *Message
+}
+
+// Summary lists the message's events as "Type[:key][:code]", space
+// separated ("Change:score Success:score"), for logs and tests.
+func (m *Message) Summary() string {
+	var b strings.Builder
+	for i, e := range m.Events {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(e.Type.String())
+		if e.Key != "" {
+			b.WriteString(":" + e.Key)
+		}
+		if e.Code != "" {
+			b.WriteString(":" + e.Code)
+		}
+	}
+	return b.String()
 }

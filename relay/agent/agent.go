@@ -57,6 +57,9 @@ type Config struct {
 	MaxCommands int
 	// Buckets sets the bucket TTLs when the agent creates them.
 	Buckets bus.BucketConfig
+	// AliveInterval between heartbeats (liveness.go). Default
+	// bus.DefaultAliveInterval.
+	AliveInterval time.Duration
 }
 
 func (c *Config) defaults() {
@@ -68,6 +71,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxCommands <= 0 {
 		c.MaxCommands = 16
+	}
+	if c.AliveInterval <= 0 {
+		c.AliveInterval = bus.DefaultAliveInterval
 	}
 }
 
@@ -85,7 +91,9 @@ type Agent struct {
 	held     map[string]bool // app/name → held by a command
 	statSubj string
 	cmdSubj  string
+	alvSubj  string
 	reports  atomic.Uint64
+	kick     chan struct{} // a status report now (drain)
 }
 
 // New returns an agent; Run starts it. puller may be nil (the primary,
@@ -97,6 +105,7 @@ func New(cfg Config, conn *bus.Conn, stats StatsFunc, puller Puller, log *slog.L
 		return nil, fmt.Errorf("agent: relay id: %w", err)
 	}
 	cs, _ := bus.CommandSubject(cfg.ID)
+	as, _ := bus.AliveSubject(cfg.ID)
 	if conn == nil || stats == nil {
 		return nil, errors.New("agent: conn and stats are required")
 	}
@@ -104,7 +113,8 @@ func New(cfg Config, conn *bus.Conn, stats StatsFunc, puller Puller, log *slog.L
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Agent{cfg: cfg, conn: conn, stats: stats, puller: puller, log: log.With("component", "agent"),
-		sem: make(chan struct{}, cfg.MaxCommands), held: map[string]bool{}, statSubj: st, cmdSubj: cs}, nil
+		sem: make(chan struct{}, cfg.MaxCommands), held: map[string]bool{}, statSubj: st, cmdSubj: cs, alvSubj: as,
+		kick: make(chan struct{}, 1)}, nil
 }
 
 // Reports counts the status reports stored so far.
@@ -116,6 +126,9 @@ func (a *Agent) Draining() bool { return a.draining.Load() }
 // Run reports status and serves commands until ctx ends. It returns nil
 // then; it never gives up because the bus is away.
 func (a *Agent) Run(ctx context.Context) error {
+	var buckets *bus.Buckets
+	// The goodbye is the last word: after the heartbeats and commands stopped.
+	defer func() { a.goodbye(buckets) }()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	cmdCtx, cancel := context.WithCancel(ctx)
@@ -141,8 +154,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("agent: subscribe: %w", err)
 	}
 	defer sub.Unsubscribe()
+	wg.Add(1)
+	go func() { defer wg.Done(); a.heartbeat(ctx) }()
 
-	var buckets *bus.Buckets
 	t := time.NewTicker(a.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -159,6 +173,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-a.kick:
 		}
 	}
 }
@@ -250,6 +265,11 @@ func (a *Agent) handle(ctx context.Context, data []byte) error {
 		log.Info("stream closed")
 	case bus.OpDrain:
 		a.draining.Store(true)
+		a.sendAlive(bus.Alive{Draining: true}) // the redirectors stop naming it now
+		select {
+		case a.kick <- struct{}{}: // and the status says so without waiting
+		default:
+		}
 		log.Info("draining")
 	case bus.OpUndrain:
 		a.draining.Store(false)

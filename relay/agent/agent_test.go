@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/relaymesh/relaymesh/internal/bus"
@@ -158,5 +159,62 @@ func TestRunWithoutBus(t *testing.T) {
 	}
 	if a.Reports() != 0 {
 		t.Fatal("reports stored without a bus")
+	}
+}
+
+func TestHeartbeatDrainAndGoodbye(t *testing.T) {
+	c := startBus(t)
+	alive := make(chan bus.Alive, 64)
+	sub, err := c.NC.Subscribe(bus.AliveWildcard, func(m *nats.Msg) {
+		if a, err := bus.DecodeAlive(m.Data); err == nil {
+			alive <- a
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	ttl := time.Minute // the goodbye, not the TTL, removes the status
+	a, err := New(Config{ID: "relay-eu", Interval: 100 * time.Millisecond, AliveInterval: 50 * time.Millisecond,
+		Buckets: bus.BucketConfig{StatusTTL: ttl}}, c, func() []bus.StreamStatus { return nil }, &fakePuller{held: map[string]bool{}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	next := func(what string, ok func(bus.Alive) bool) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case al := <-alive:
+				if al.ID == "relay-eu" && ok(al) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no %s heartbeat", what)
+			}
+		}
+	}
+	next("first", func(al bus.Alive) bool { return !al.Draining && !al.Bye })
+	waitFor(t, "first report", func() bool { return a.Reports() > 0 })
+	bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer bcancel()
+	if _, err := c.Request(bctx, "relay-eu", bus.Command{Op: bus.OpDrain}); err != nil {
+		t.Fatal(err)
+	}
+	next("draining", func(al bus.Alive) bool { return al.Draining && !al.Bye })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	next("goodbye", func(al bus.Alive) bool { return al.Bye })
+	b, err := c.OpenBuckets(bctx, bus.BucketConfig{StatusTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Relays.Get(bctx, "relay-eu"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("status still stored after the goodbye: %v", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/relaymesh/relaymesh/internal/hooks"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
-	"github.com/relaymesh/relaymesh/relay"
 )
 
 // Wrap returns h with the gate in front of its Play and Publish. A refused
@@ -33,7 +32,7 @@ func (h *handler) body(action string, s *rtmp.Session, req *rtmp.StreamRequest) 
 		App: req.App, Stream: req.Name, Param: req.RawQuery}
 	if s.Connect != nil {
 		b.TCURL = s.Connect.TCURL
-		if id, ok := s.Connect.Object[relay.RelayMarker].(string); ok {
+		if id, ok := s.Connect.Object[rtmp.RelayMarker].(string); ok {
 			b.Relay = id
 		}
 	}

@@ -402,13 +402,13 @@ func (st *state) evaluate(ctx context.Context, now time.Time) {
 			if !ok {
 				continue
 			}
-			viewers := 0
+			viewers, httpViewers := 0, 0
 			for _, ss := range sn.status.Streams {
 				if ss.App == s.app && ss.Name == s.name {
-					viewers = ss.Viewers
+					viewers, httpViewers = ss.Viewers, ss.HTTPViewers()
 				}
 			}
-			samples = append(samples, scaling.Sample{Server: srv, Stream: s.id, Viewers: float64(viewers)})
+			samples = append(samples, scaling.Sample{Server: srv, Stream: s.id, Viewers: float64(viewers), HTTPViewers: float64(httpViewers)})
 		}
 	}
 	st.sdec = st.scaler.Evaluate(now, samples, st.sdec[:0])

@@ -46,8 +46,12 @@ func (r *Redirector) Handler() http.Handler {
 
 // Mount adds the redirector's routes to mux.
 func (r *Redirector) Mount(mux *http.ServeMux) {
-	mux.HandleFunc("GET /play/{app}/{name}", r.play)
-	mux.HandleFunc("GET /api/v1/mesh", r.meshAPI)
+	mux.Handle("GET /play/{app}/{name}", withCORS(http.HandlerFunc(r.play)))
+	mux.Handle("GET /api/v1/mesh", withCORS(http.HandlerFunc(r.meshAPI)))
+	r.mountSteering(mux)
+	for _, p := range []string{"/play/{app}/{name}", "/api/v1/mesh", "/steer/{proto}/{app}/{name}"} {
+		mux.HandleFunc("OPTIONS "+p, preflight)
+	}
 }
 
 func validName(s string) bool {
@@ -113,6 +117,10 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 	app, name := req.PathValue("app"), req.PathValue("name")
 	if !validName(app) || !validName(name) {
 		http.Error(w, "bad stream name", http.StatusBadRequest)
+		return
+	}
+	if isMediaFile(name) {
+		r.subresource(w, req, app, name)
 		return
 	}
 	proto := req.URL.Query().Get("proto")
@@ -222,7 +230,9 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 	}
 	token, err := placement.Sign(r.cfg.TokenKey, placement.Claims{Server: srv.ID, Stream: stream, Expires: now.Add(r.cfg.TokenTTL)})
 	if err == nil {
-		http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: token, Path: "/play/" + app + "/" + name,
+		// Path /play/{app}/: the token also comes with the files a DASH
+		// client resolves against /play/{app}/{name} (subresource.go).
+		http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: token, Path: "/play/" + app + "/",
 			MaxAge: int(r.cfg.TokenTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -329,9 +339,11 @@ type MeshRelay struct {
 	Role     string `json:"role"`
 	RTMPURL  string `json:"rtmp_url"`
 	HTTPURL  string `json:"http_url"`
-	Status   string `json:"status"` // up, down, draining
-	Viewers  int64  `json:"viewers"`
+	Status   string `json:"status"`  // up, down, draining
+	Viewers  int64  `json:"viewers"` // every protocol
 	Capacity int    `json:"capacity"`
+	// Protocols breaks the viewers it reported down by protocol.
+	Protocols []bus.ProtocolLoad `json:"protocols,omitempty"`
 }
 
 // MeshStream is one stream in the mesh API.
@@ -339,6 +351,10 @@ type MeshStream struct {
 	App    string   `json:"app"`
 	Name   string   `json:"name"`
 	Relays []string `json:"relays"`
+	// Viewers and Protocols: the stream's viewers on every server that
+	// reports it (the primary too), in all and by protocol.
+	Viewers   int                `json:"viewers"`
+	Protocols []bus.ProtocolLoad `json:"protocols,omitempty"`
 }
 
 // MeshPrimary is the primary in the mesh API.
@@ -370,18 +386,20 @@ func (r *Redirector) View() MeshView {
 		r.mu.RLock()
 		if rs := r.relays[id]; rs != nil && rs.up {
 			status = "up"
-			if rs.status.Draining {
+			if rs.status.Draining || r.mesh.Draining(id) {
 				status = "draining"
 			}
 		}
 		r.mu.RUnlock()
 		viewers, _ := r.mesh.Load(id)
 		mv.Relays = append(mv.Relays, MeshRelay{ID: s.ID, Location: s.Location, Role: string(s.Role),
-			RTMPURL: "rtmp://" + ra, HTTPURL: "http://" + ha, Status: status, Viewers: viewers, Capacity: s.CapacityViewers})
+			RTMPURL: "rtmp://" + ra, HTTPURL: "http://" + ha, Status: status, Viewers: viewers, Capacity: s.CapacityViewers,
+			Protocols: r.relayProtocols(id)})
 	}
 	r.mu.RLock()
 	for _, p := range r.placements {
 		ms := MeshStream{App: p.App, Name: p.Name, Relays: []string{}}
+		ms.Viewers, ms.Protocols = r.streamProtocols(p.App, p.Name)
 		for _, rel := range p.Relays {
 			if rel.State == bus.StateReady {
 				ms.Relays = append(ms.Relays, rel.Server)

@@ -23,6 +23,7 @@ type answers struct {
 	byReason [maxReasons]atomic.Uint64
 	overflow atomic.Uint64
 	full     atomic.Uint64
+	steered  atomic.Uint64
 }
 
 func (a *answers) placed(r placement.Reason) {
@@ -38,6 +39,8 @@ var (
 		"HLS/DASH viewers sent to the overflow CDN because every server was full.", nil, nil)
 	descFull = prometheus.NewDesc("relaymesh_redirector_full_total",
 		"Viewers told to retry later (503) because every server was full.", nil, nil)
+	descSteered = prometheus.NewDesc("relaymesh_redirector_steering_answers_total",
+		"Content steering manifests served to HLS and DASH players.", nil, nil)
 	descDemandDropped = prometheus.NewDesc("relaymesh_redirector_demand_dropped_total",
 		"Demand messages dropped because the bus queue was full.", nil, nil)
 )
@@ -52,6 +55,7 @@ func (c redirCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descOverflow
 	ch <- descFull
 	ch <- descDemandDropped
+	ch <- descSteered
 }
 
 func (c redirCollector) Collect(ch chan<- prometheus.Metric) {
@@ -68,4 +72,5 @@ func (c redirCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descOverflow, prometheus.CounterValue, float64(a.overflow.Load()))
 	ch <- prometheus.MustNewConstMetric(descFull, prometheus.CounterValue, float64(a.full.Load()))
 	ch <- prometheus.MustNewConstMetric(descDemandDropped, prometheus.CounterValue, float64(c.r.dropped.Load()))
+	ch <- prometheus.MustNewConstMetric(descSteered, prometheus.CounterValue, float64(a.steered.Load()))
 }

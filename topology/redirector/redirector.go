@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/relaymesh/relaymesh/geo"
 	"github.com/relaymesh/relaymesh/internal/bus"
 	"github.com/relaymesh/relaymesh/topology/graph"
@@ -57,6 +59,14 @@ type Config struct {
 	// StatusTTL: a relay silent this long (while the bus is up) is down.
 	// Default bus.DefaultStatusTTL.
 	StatusTTL time.Duration
+	// AliveTimeout: a relay that sends heartbeats and missed them this long
+	// (while the bus is up) is down (liveness.go). Default
+	// bus.DefaultAliveTimeout.
+	AliveTimeout time.Duration
+	// SteeringTTL is the TTL of content steering answers (steering.go):
+	// how soon a player following steering leaves a relay that drains.
+	// Default DefaultSteeringTTL.
+	SteeringTTL time.Duration
 	// Placement tunes the mesh.
 	Placement placement.Config
 	// Bonus optionally reports the orchestrator's demand bonuses.
@@ -78,6 +88,11 @@ type relayState struct {
 	status bus.Status
 	at     time.Time
 	up     bool
+	// Heartbeats (liveness.go): when the last arrived (local clock), and
+	// the relay's time of its goodbye, if it said one.
+	alive   time.Time
+	bye     time.Time // relay's clock
+	byeSeen time.Time // local clock
 }
 
 type demandKey struct {
@@ -102,6 +117,7 @@ type Redirector struct {
 	mu         sync.RWMutex
 	relays     map[placement.ServerID]*relayState
 	placements map[string]bus.Placement // by app/name
+	busSince   time.Time                // connected to the bus since (liveness.go)
 
 	dmu     sync.Mutex
 	demand  map[demandKey]demandVal
@@ -130,6 +146,12 @@ func New(cfg Config, conn *bus.Conn, log *slog.Logger) (*Redirector, error) {
 	}
 	if cfg.StatusTTL <= 0 {
 		cfg.StatusTTL = bus.DefaultStatusTTL
+	}
+	if cfg.SteeringTTL <= 0 {
+		cfg.SteeringTTL = DefaultSteeringTTL
+	}
+	if cfg.AliveTimeout <= 0 {
+		cfg.AliveTimeout = bus.DefaultAliveTimeout
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -172,14 +194,24 @@ func (r *Redirector) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); pub.Run(ctx) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); r.follow(ctx) }()
+	sub, err := r.conn.NC.Subscribe(bus.AliveWildcard, r.onAliveMsg)
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
 	t := time.NewTicker(r.cfg.DemandInterval)
 	defer t.Stop()
+	// Liveness is checked ten times per timeout, so a dead relay is out
+	// within AliveTimeout and a tenth.
+	lt := time.NewTicker(r.cfg.AliveTimeout / 10)
+	defer lt.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case now := <-t.C:
+		case <-t.C:
 			r.flushDemand(pub)
+		case now := <-lt.C:
 			r.expire(now)
 		}
 	}
@@ -225,6 +257,10 @@ func (r *Redirector) watch(ctx context.Context, b *bus.Buckets) error {
 			if !ok {
 				return errors.New("status watch closed")
 			}
+			if e != nil && (e.Operation() == jetstream.KeyValueDelete || e.Operation() == jetstream.KeyValuePurge) {
+				r.onStatusRemoved(e.Key())
+				continue
+			}
 			if e != nil && e.Value() != nil {
 				if s, err := bus.DecodeStatus(e.Value()); err == nil && s.ID == e.Key() {
 					r.onStatus(s)
@@ -257,32 +293,44 @@ func (r *Redirector) onStatus(s bus.Status) {
 	if !ok {
 		return
 	}
+	now := time.Now()
 	r.mu.Lock()
 	rs := r.relays[id]
 	if rs == nil {
 		rs = &relayState{}
 		r.relays[id] = rs
 	}
-	rs.status, rs.at, rs.up = s, time.Now(), true
+	if !rs.bye.IsZero() && !s.Time.After(rs.bye) {
+		r.mu.Unlock()
+		return // a status from before its goodbye
+	}
+	rs.status, rs.at = s, now
+	up := r.liveLocked(rs, now)
+	rs.up = up
 	r.mu.Unlock()
-	r.mesh.SetUp(id, true)
-	r.mesh.SetDraining(id, s.Draining)
+	r.setState(id, up, s.Draining)
 	r.mesh.SetLoad(id, int64(s.Viewers), s.Mbps)
 }
 
 // expire marks relays down that went silent while the bus is connected
 // (with the bus away, the last known state stands).
 func (r *Redirector) expire(now time.Time) {
-	if r.conn == nil || !r.conn.NC.IsConnected() {
-		return
-	}
+	connected := r.conn != nil && r.conn.NC.IsConnected()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !connected {
+		r.busSince = time.Time{}
+		return
+	}
+	if r.busSince.IsZero() {
+		r.busSince = now // heartbeats get AliveTimeout to come back
+	}
 	for id, rs := range r.relays {
-		if rs.up && now.Sub(rs.at) > r.cfg.StatusTTL && id != r.mesh.Primary() {
+		if rs.up && !r.liveLocked(rs, now) && id != r.mesh.Primary() {
 			rs.up = false
 			r.mesh.SetUp(id, false)
-			r.log.Info("relay silent, not sending viewers there", "server", rs.status.ID)
+			r.log.Info("relay silent, not sending viewers there", "server", rs.status.ID,
+				"last_status", now.Sub(rs.at).Round(time.Millisecond), "last_heartbeat", now.Sub(rs.alive).Round(time.Millisecond))
 		}
 	}
 }

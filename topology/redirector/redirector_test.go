@@ -189,6 +189,9 @@ func TestViewerAddress(t *testing.T) {
 func FuzzPlay(f *testing.F) {
 	f.Add("/play/live/a?ip=203.0.113.5&proto=hls", "1.2.3.4, 10.0.0.1", "")
 	f.Add("/play/live/a?token=AAAA", "", "relaymesh_sticky=xyz")
+	f.Add("/play/live/0a1b2c3d_full_init.mp4", "", "relaymesh_sticky=xyz")
+	f.Add("/steer/hls/live/a?base=relay-as&_HLS_pathway=relay-as", "", "")
+	f.Add("/steer/dash/live/a?base=%22relay-as%22&ip=203.0.113.5", "", "")
 	r := newTest(f, nil, Config{DevIP: true, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	h := r.Handler()
 	f.Fuzz(func(t *testing.T, target, xff, cookie string) {

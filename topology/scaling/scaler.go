@@ -108,6 +108,10 @@ type Sample struct {
 	Server  int
 	Stream  int
 	Viewers float64
+	// HTTPViewers is the part of Viewers that plays over HLS or DASH: a
+	// draining relay is not closed under them, even past DrainTimeout (they
+	// leave by content steering; a player without it has nowhere to go).
+	HTTPViewers float64
 }
 
 type relayState uint8
@@ -124,6 +128,7 @@ type relay struct {
 	opened         time.Time
 	drainAt        time.Time
 	viewers        float64
+	httpViewers    float64
 }
 
 type groupKey struct {
@@ -355,7 +360,7 @@ func (s *Scaler) Evaluate(now time.Time, samples []Sample, dst []Decision) []Dec
 		s.srvLoad[i], s.srvSeen[i] = 0, false
 	}
 	for _, r := range s.relays {
-		r.viewers = 0
+		r.viewers, r.httpViewers = 0, 0
 	}
 	for _, sm := range samples {
 		if sm.Server < 0 || sm.Server >= len(s.srvLoad) || math.IsNaN(sm.Viewers) || sm.Viewers < 0 {
@@ -365,6 +370,9 @@ func (s *Scaler) Evaluate(now time.Time, samples []Sample, dst []Decision) []Dec
 		s.srvSeen[sm.Server] = true
 		if r := s.relays[[2]int{sm.Server, sm.Stream}]; r != nil {
 			r.viewers = sm.Viewers
+			if sm.HTTPViewers > 0 && !math.IsNaN(sm.HTTPViewers) {
+				r.httpViewers = min(sm.HTTPViewers, sm.Viewers)
+			}
 		}
 	}
 	for i, seen := range s.srvSeen {
@@ -403,7 +411,7 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 	}
 	// Close drained relays (iterating over a copy: remove edits g.relays).
 	for _, r := range append([]*relay(nil), g.relays...) {
-		if r.state == draining && (r.viewers == 0 || now.Sub(r.drainAt) >= s.cfg.DrainTimeout) {
+		if r.state == draining && (r.viewers == 0 || (now.Sub(r.drainAt) >= s.cfg.DrainTimeout && r.httpViewers == 0)) {
 			why := "drained"
 			if r.viewers > 0 {
 				why = fmt.Sprintf("drain timeout with %.0f viewers left", r.viewers)

@@ -198,3 +198,52 @@ func TestSetDownForgetsRelays(t *testing.T) {
 		t.Fatal("dead server reused")
 	}
 }
+
+// A draining relay is closed at DrainTimeout with RTMP viewers left, not
+// with HLS/DASH viewers (they leave by content steering, or stay).
+func TestDrainTimeoutSparesHTTPViewers(t *testing.T) {
+	g := testGraph(t)
+	s := New(cfg(), g)
+	de, _ := g.Vertex("DE")
+	d, _ := s.OpenAt(at(0), 0, de, "demand")
+	s.Ready(d.Server, 0)
+	for _, x := range []float64{2, 4} {
+		apply(s, s.Evaluate(at(x), spread(s, 0, 90), nil))
+	}
+	var victim = -1
+	x := 6.0
+	for ; x <= 60 && victim < 0; x += 2 {
+		for _, d := range s.Evaluate(at(x), spread(s, 0, 10), nil) {
+			if d.Action == ActionDrain {
+				victim = d.Server
+			}
+		}
+	}
+	if victim < 0 {
+		t.Fatal("never drained")
+	}
+	samples := func(http float64) []Sample {
+		var out []Sample
+		for k := range s.relays {
+			if k[0] == victim {
+				out = append(out, Sample{Server: k[0], Stream: 0, Viewers: 3, HTTPViewers: http})
+			} else {
+				out = append(out, Sample{Server: k[0], Stream: 0, Viewers: 7})
+			}
+		}
+		return out
+	}
+	// Well past the drain timeout (20 s) with HTTP viewers: kept.
+	for end := x + 40; x <= end; x += 2 {
+		for _, d := range s.Evaluate(at(x), samples(2), nil) {
+			if d.Action == ActionClose {
+				t.Fatalf("closed under HTTP viewers at %v s: %v", x, d)
+			}
+		}
+	}
+	// Only RTMP viewers left: closed (the timeout has long passed).
+	ds := s.Evaluate(at(x), samples(0), nil)
+	if len(ds) != 1 || ds[0].Action != ActionClose || ds[0].Server != victim || !strings.Contains(ds[0].Reason, "drain timeout") {
+		t.Fatalf("close: %v", ds)
+	}
+}

@@ -8,35 +8,20 @@ import (
 	"github.com/relaymesh/relaymesh/internal/sharedobject/access"
 )
 
-// Limits bound what local clients can make a Proxy hold or forward. Zero
-// fields take the defaults noted.
+// Limits bound what local clients can make a Proxy hold or forward: the
+// bounds every server applies to a connection (access.Limits, the same as the
+// primary's) and the requests waiting for upstream. Zero fields take the
+// defaults noted.
 type Limits struct {
-	ObjectsPerClient  int     // objects one local viewer or publisher may use; default 64 (relays: unbounded)
-	NameBytes         int     // object names and slot keys; default 256
-	PendingPerObject  int     // requests awaiting the upstream answer; default 1024
-	MessagesPerSecond float64 // per local viewer/publisher; default 50
-	Burst             int     // default 100
-	// RelayMessagesPerSecond limits downstream relays; 0 = unlimited.
-	RelayMessagesPerSecond float64
-	RelayBurst             int // default 1000
-	SyncChunkBytes         int // slot data per message of a full state; default 64 KiB
+	access.Limits
+	PendingPerObject int // requests awaiting the upstream answer; default 1024
 }
 
 // WithDefaults returns l with zero fields set to their defaults.
 func (l Limits) WithDefaults() Limits {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&l.ObjectsPerClient, 64)
-	def(&l.NameBytes, 256)
-	def(&l.PendingPerObject, 1024)
-	def(&l.Burst, 100)
-	def(&l.RelayBurst, 1000)
-	def(&l.SyncChunkBytes, 64<<10)
-	if l.MessagesPerSecond <= 0 {
-		l.MessagesPerSecond = 50
+	l.Limits = l.Limits.WithDefaults()
+	if l.PendingPerObject <= 0 {
+		l.PendingPerObject = 1024
 	}
 	return l
 }

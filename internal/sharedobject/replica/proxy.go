@@ -98,13 +98,7 @@ func (p *Proxy) Connect(id so.ClientID, role access.Role) error {
 		return fmt.Errorf("%w: %d", ErrClient, id)
 	}
 	c := &client{id: id, role: role, objects: map[string]*object{}}
-	l := p.cfg.Limits
-	switch {
-	case role != access.RoleRelay:
-		c.limiter = rate.NewLimiter(rate.Limit(l.MessagesPerSecond), l.Burst)
-	case l.RelayMessagesPerSecond > 0:
-		c.limiter = rate.NewLimiter(rate.Limit(l.RelayMessagesPerSecond), l.RelayBurst)
-	}
+	c.limiter = p.cfg.Limits.Limiter(role)
 	p.clients[id] = c
 	return nil
 }
@@ -257,7 +251,7 @@ func (p *Proxy) FromClient(id so.ClientID, m so.Message) (toUpstream []so.Messag
 func (p *Proxy) check(c *client, obj *object, e *so.Event) string {
 	l := p.cfg.Limits
 	switch {
-	case e.Key == "" || len(e.Key) > l.NameBytes:
+	case !l.NameOK(e.Key):
 		return so.StatusLimitExceeded
 	case !obj.synced:
 		return so.StatusUpstreamFailure
@@ -277,11 +271,11 @@ func (p *Proxy) use(c *client, m so.Message, up []so.Message, out []so.Outgoing)
 	fail := func(code string) []so.Outgoing {
 		return append(out, reply(c.id, m.Name, m.Version, m.Persistent, so.StatusEvent(code)))
 	}
-	if m.Name == "" || len(m.Name) > l.NameBytes {
+	if !l.NameOK(m.Name) {
 		return up, fail(so.StatusCreationFailed)
 	}
 	obj := c.objects[m.Name]
-	if obj == nil && c.role != access.RoleRelay && len(c.objects) >= l.ObjectsPerClient {
+	if obj == nil && !l.MayUseMore(c.role, len(c.objects)) {
 		return up, fail(so.StatusLimitExceeded)
 	}
 	if obj == nil {

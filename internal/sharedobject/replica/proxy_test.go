@@ -40,27 +40,12 @@ func ev(t so.EventType, key string, v ...any) so.Event {
 	return e
 }
 
-func types(m *so.Message) string {
-	var s []string
-	for _, e := range m.Events {
-		x := e.Type.String()
-		if e.Key != "" {
-			x += ":" + e.Key
-		}
-		if e.Code != "" {
-			x += ":" + e.Code
-		}
-		s = append(s, x)
-	}
-	return strings.Join(s, " ")
-}
-
 func expect(t *testing.T, out []so.Outgoing, id so.ClientID, want ...string) {
 	t.Helper()
 	var got []string
 	for _, o := range out {
 		if o.Client == id {
-			got = append(got, types(o.Message))
+			got = append(got, o.Message.Summary())
 		}
 	}
 	if strings.Join(got, " | ") != strings.Join(want, " | ") {
@@ -71,7 +56,7 @@ func expect(t *testing.T, out []so.Outgoing, id so.ClientID, want ...string) {
 func upTypes(up []so.Message) string {
 	var s []string
 	for i := range up {
-		s = append(s, up[i].Name+"["+types(&up[i])+"]")
+		s = append(s, up[i].Name+"["+up[i].Summary()+"]")
 	}
 	return strings.Join(s, " ")
 }
@@ -223,7 +208,7 @@ func TestUseRefusedUpstream(t *testing.T) {
 func TestLocalRulesAndLimits(t *testing.T) {
 	rules := access.Rules{{Object: "chat", Op: access.OpWrite, Key: "topic", Who: access.Publisher},
 		{Op: access.OpSend, Key: "kick", Who: access.Nobody}}
-	p := synced(t, Config{Rules: rules, Limits: Limits{PendingPerObject: 2, MessagesPerSecond: 1, Burst: 6}}, 1)
+	p := synced(t, Config{Rules: rules, Limits: Limits{PendingPerObject: 2, Limits: access.Limits{MessagesPerSecond: 1, Burst: 6}}}, 1)
 	up, out := p.FromClient(1, msg("chat", 5, ev(so.EventRequestChange, "topic", "x")))
 	if up != nil {
 		t.Error("refused write forwarded")

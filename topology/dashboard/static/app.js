@@ -80,6 +80,11 @@
     }
   }
 
+  // byProto renders a protocol breakdown ("rtmp 3 · hls 2").
+  function byProto(ps) {
+    return (ps || []).filter((p) => p.viewers > 0).map((p) => `${p.protocol} ${p.viewers}`).join(' · ');
+  }
+
   function tables(m) {
     const carried = {};
     for (const s of m.streams) for (const r of s.relays) (carried[r] = carried[r] || []).push(s.app + '/' + s.name);
@@ -88,7 +93,7 @@
       const frac = r.capacity ? r.viewers / r.capacity : 0;
       const load = document.createElement('td');
       load.append(bar(frac, frac >= 1 ? 'full' : frac >= 0.8 ? 'hot' : ''), ` ${r.viewers}/${r.capacity || '∞'}`);
-      tr.append(td(r.id), td(r.location), td(r.status), load, td((carried[r.id] || []).join(', ')));
+      tr.append(td(r.id), td(r.location), td(r.status), load, td(byProto(r.protocols)), td((carried[r.id] || []).join(', ')));
       return tr;
     }));
     fill($('streams').tBodies[0], m.streams.map((s) => {
@@ -98,7 +103,7 @@
       b.textContent = 'play';
       b.onclick = () => { $('play-stream').value = name; play(); };
       const c = document.createElement('td'); c.appendChild(b);
-      tr.append(td(name), td(s.relays.join(', ') || '(opening)'), c);
+      tr.append(td(name), td(s.relays.join(', ') || '(opening)'), td(`${s.viewers || 0}` + (byProto(s.protocols) ? ` (${byProto(s.protocols)})` : '')), c);
       return tr;
     }));
     $('nostreams').hidden = m.streams.length > 0;

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relaymesh/relaymesh/geo"
+	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/topology/graph"
+	"github.com/relaymesh/relaymesh/topology/redirector"
+)
+
+// procRelay is a relay run as a process of its own (the test binary as
+// relaymesh), so that it can die by SIGKILL: no goodbye, no drain.
+type procRelay struct {
+	id, rtmp, http string
+	cmd            *exec.Cmd
+	stderr         *strings.Builder
+}
+
+func startProcRelay(t *testing.T, id, location, upstream, natsURL, steer string) *procRelay {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &procRelay{id: id, rtmp: freeAddr(t), http: freeAddr(t), stderr: &strings.Builder{}}
+	r.cmd = exec.Command(exe, "relay", "--id", id, "--location", location, "--upstream", upstream,
+		"--rtmp", r.rtmp, "--http", r.http, "--nats", natsURL, "--steering-url", steer, "--log-level", "warn")
+	r.cmd.Env = append(os.Environ(), "RELAYMESH_TEST_MAIN=1")
+	r.cmd.Stderr = r.stderr
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.kill)
+	waitFor(t, id+" listening", 20*time.Second, func() bool {
+		c, err := net.Dial("tcp", r.rtmp)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return r
+}
+
+func (r *procRelay) kill() {
+	if r.cmd.Process != nil {
+		_ = r.cmd.Process.Kill()
+		_, _ = r.cmd.Process.Wait()
+	}
+}
+
+// failoverRun is what topology/redirector/browser/failover.mjs prints.
+type failoverRun struct {
+	OK         bool     `json:"ok"`
+	Error      string   `json:"error"`
+	StartError string   `json:"startError"`
+	StartupMs  int      `json:"startupMs"`
+	Errors     []string `json:"errors"`
+	Fatal      bool     `json:"fatal"`
+	KillAnswer string   `json:"killAnswer"`
+	Play       *struct {
+		Advanced float64 `json:"advanced"`
+	} `json:"play"`
+	After *struct {
+		Advanced   float64 `json:"advanced"`
+		MaxStallMs int     `json:"maxStallMs"`
+		Seconds    float64 `json:"seconds"`
+	} `json:"after"`
+	Media struct {
+		Before map[string]int `json:"before"`
+		After  map[string]int `json:"after"`
+	} `json:"media"`
+	Steering     []string `json:"steering"`
+	MovedAfterMs int      `json:"movedAfterMs"`
+}
+
+// TestSteeringFailover: a primary, two relays as processes of their own
+// (relay-na, relay-as) carrying the stream, and a redirector whose address
+// every server's playlists name for content steering. hls.js and dash.js in
+// Chromium play through /play from another origin and land on relay-na;
+// relay-na is killed with SIGKILL: the player fetches from another server
+// of the steering answer (hls.js goes on with no stall over 3 s), the
+// redirector stops naming relay-na within 3 s and the steering answer
+// drops it.
+func TestSteeringFailover(t *testing.T) {
+	requireTool(t, "ffmpeg")
+	root := repoRoot(t)
+	requireBrowser(t, root)
+	chromium, _ := exec.LookPath("chromium")
+	// dash.js does not fail over reliably: in one run it fetched from the
+	// next service location after the kill but with the dead relay's
+	// segment addresses (each server's packager names and times its
+	// segments on its own: session id, $Time$), so they were not found
+	// (a 7 s stall); in another it kept asking the dead relay until its
+	// manifest reload failed for good. Until servers share segment
+	// addresses, the player's move and stall are checked for hls.js only
+	// and logged for dash.js; the redirector and steering checks hold for
+	// both (docs/hls-dash.md#content-steering).
+	// A drain instead of the kill: the relay keeps serving, the steering
+	// answer drops it at once, and hls.js moves at its next steering
+	// reload (TTL 5 s) without a stall.
+	for _, tc := range []struct {
+		name, player, proto, config string
+		checkStall                  bool
+		drain                       bool
+	}{
+		{"hls", "hls", "hls", `{}`, true, false},
+		{"dash", "dash", "dash", `{}`, false, false},
+		{"hls-drain", "hls", "hls", `{}`, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+			defer cancel()
+			g, err := graph.DevWorld()
+			if err != nil {
+				t.Fatal(err)
+			}
+			db, err := geo.OpenDefault()
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			nats, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(nats.Shutdown)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			web := "http://" + ln.Addr().String()
+			primary := startNode(t, runPrimary, "", "--open", "--nats", nats.ClientURL(), "--id", "primary", "--location", "eu", "--steering-url", web)
+			conn, err := bus.Connect(bus.Options{URLs: nats.ClientURL(), Name: "orch"}, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(conn.Close)
+			cpCtx, stopCP := context.WithCancel(context.Background())
+			var cpWG sync.WaitGroup
+			cpWG.Add(1)
+			go func() {
+				defer cpWG.Done()
+				_ = runControlPlane(cpCtx, controlPlane{graph: g, geo: db, conn: conn, ln: ln, id: "orch", threshold: 1, devIP: true, log: log})
+			}()
+			t.Cleanup(func() { stopCP(); cpWG.Wait() })
+			upstream := "rtmp://" + primary.rtmp
+			na := startProcRelay(t, "relay-na", "na", upstream, nats.ClientURL(), web)
+			as := startProcRelay(t, "relay-as", "as", upstream, nats.ClientURL(), web)
+			c := rdClient{t: t, ctx: ctx, web: web}
+			c.waitRelaysUp(2)
+			stream := "live/steer" + strings.ReplaceAll(tc.name, "-", "")
+			startPublisher(t, "rtmp://"+primary.rtmp+"/"+stream, 140*time.Second, 1000)
+			waitLive(t, primary, "live", strings.TrimPrefix(stream, "live/"))
+			c.buildDemand(stream, []string{ipUS, ipJP}, "relay-na", "relay-as")
+
+			// The other servers have viewers of their own (their packagers
+			// are warm, as on a relay that serves anybody).
+			actx, stopAudience := context.WithCancel(ctx)
+			defer stopAudience()
+			file := "/hls/" + stream + "/index.m3u8"
+			if tc.proto == "dash" {
+				file = "/dash/" + stream + "/manifest.mpd"
+			}
+			go httpAudience(actx, "http://"+as.http+file)
+			go httpAudience(actx, "http://"+primary.http+file)
+
+			// The kill: SIGKILL relay-na, then time the redirector.
+			var killedAt time.Time
+			outOfRotation := make(chan time.Duration, 1)
+			killSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				if tc.drain {
+					if _, err := conn.Request(ctx, "relay-na", bus.Command{Op: bus.OpDrain, Reason: "test"}); err != nil {
+						t.Errorf("drain: %v", err)
+					}
+				} else {
+					na.kill()
+				}
+				killedAt = time.Now()
+				go func() {
+					for time.Since(killedAt) < 10*time.Second {
+						var ch redirector.Choice
+						if c.getJSON("/play/"+stream+"?proto="+tc.proto+"&ip="+ipUS, &ch) == nil && ch.Relay != "relay-na" {
+							outOfRotation <- time.Since(killedAt)
+							return
+						}
+						time.Sleep(50 * time.Millisecond)
+					}
+					outOfRotation <- -1
+				}()
+				fmt.Fprintln(w, "killed")
+			})}
+			kln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go killSrv.Serve(kln)
+			defer killSrv.Close()
+
+			url := web + "/play/" + stream + "?proto=" + tc.proto + "&ip=" + ipUS
+			cmd := exec.CommandContext(ctx, "node", filepath.Join(root, "topology", "redirector", "browser", "failover.mjs"),
+				"--url", url, "--kill-url", "http://"+kln.Addr().String()+"/kill", "--player", tc.player,
+				"--chromium", chromium, "--config", tc.config, "--play", "6", "--after", "15")
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			t.Logf("%s", out)
+			r := failoverRun{MovedAfterMs: -1} // absent: never moved
+			if jerr := json.Unmarshal(out, &r); jerr != nil {
+				t.Fatalf("failover.mjs: %v, %v\n%s", err, jerr, stderr.String())
+			}
+			if !r.OK || r.StartError != "" || r.Play == nil || r.After == nil {
+				t.Fatalf("failover.mjs: %s %s; errors %v\n%s", r.Error, r.StartError, r.Errors, stderr.String())
+			}
+			if r.Media.Before[na.http] == 0 {
+				t.Fatalf("the player did not play from relay-na first: %v", r.Media.Before)
+			}
+			moved := false
+			for host, n := range r.Media.After {
+				if host != na.http && n > 0 {
+					moved = true
+				}
+			}
+			if !moved && tc.checkStall {
+				t.Errorf("after the kill the player fetched from %v only", r.Media.After)
+			}
+			t.Logf("after the kill: longest stall %d ms, advanced %.1f s in %.0f s; requests %v", r.After.MaxStallMs, r.After.Advanced, r.After.Seconds, r.Media.After)
+			if tc.drain {
+				t.Logf("moved %d ms after the drain", r.MovedAfterMs)
+				if r.MovedAfterMs < 0 || r.MovedAfterMs > 7000 {
+					t.Errorf("the player moved off the draining relay %d ms after the drain, want within the steering TTL (5 s) and 2 s", r.MovedAfterMs)
+				}
+			}
+			if !tc.checkStall {
+				t.Logf("%s: move and stall not checked (see above); moved %v; errors %v", tc.player, moved, r.Errors)
+			} else {
+				if r.After.MaxStallMs > 3000 {
+					t.Errorf("playback stalled %d ms after the relay died, want ≤ 3000", r.After.MaxStallMs)
+				}
+				if r.After.Advanced < r.After.Seconds/2 {
+					t.Errorf("after the kill currentTime advanced %.1f s in %.0f s", r.After.Advanced, r.After.Seconds)
+				}
+			}
+			d := <-outOfRotation
+			if tc.drain && d > time.Second {
+				t.Errorf("the redirector named the draining relay-na for %v", d)
+			}
+			switch {
+			case d < 0:
+				t.Errorf("the redirector still names relay-na 10 s after its death")
+			case d > 3*time.Second:
+				t.Errorf("the redirector named relay-na for %v after its death, want ≤ 3 s", d)
+			default:
+				t.Logf("the redirector stopped naming relay-na %v after its death", d.Round(time.Millisecond))
+			}
+			var sm redirector.SteeringManifest
+			if err := c.getJSON("/steer/"+tc.proto+"/"+stream+"?base=relay-na", &sm); err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(append(sm.PathwayPriority, sm.ServicePriority...), "relay-na") {
+				t.Errorf("the steering answer still names relay-na: %+v", sm)
+			}
+		})
+	}
+}

@@ -1,0 +1,123 @@
+package packager
+
+import (
+	"strings"
+
+	m "github.com/Eyevinn/dash-mpd/mpd"
+)
+
+// Steering tells the players of a stream where to ask which server to use
+// (content steering; the redirector answers): the process gives it per
+// stream through Config.Steering. The multivariant playlist then carries
+// EXT-X-CONTENT-STEERING and every variant the server's PATHWAY-ID with a
+// STABLE-VARIANT-ID (the media playlist's stem: full, lite, key, audio),
+// and the MPD a ContentSteering element with an absolute BaseURL and
+// Location whose serviceLocation is the pathway: the steering server
+// clones the pathway for the other servers by those ids.
+type Steering struct {
+	Pathway string // this server's pathway: its id in the mesh
+	HLS     string // steering manifest URL for HLS players (SERVER-URI)
+	DASH    string // steering server URL for DASH players
+}
+
+// steeringFor returns the valid steering of app/name, or nil.
+func (p *Packager) steeringFor(app, name string) *Steering {
+	if p.cfg.Steering == nil {
+		return nil
+	}
+	s := p.cfg.Steering(app, name)
+	if s == nil || !validPathway(s.Pathway) || !validAttr(s.HLS) || !validAttr(s.DASH) {
+		return nil
+	}
+	return s
+}
+
+// validPathway accepts the characters HLS allows in a PATHWAY-ID.
+func validPathway(s string) bool {
+	if s == "" || len(s) > maxNameLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validAttr accepts a URL that can be written as a quoted playlist
+// attribute: printable ASCII without '"', '<' or '>' (the XML encoder
+// escapes what the MPD needs).
+func validAttr(s string) bool {
+	if len(s) > 2048 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || strings.IndexByte("\"<>", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// steerHLS adds content steering to a rendered multivariant playlist.
+func (st *stream) steerHLS(body []byte, err error) ([]byte, error) {
+	s := st.p.steeringFor(st.app, st.name)
+	if err != nil || s == nil || s.HLS == "" {
+		return body, err
+	}
+	lines := strings.SplitAfter(string(body), "\n")
+	var b strings.Builder
+	b.Grow(len(body) + 64*len(lines))
+	tag := `#EXT-X-CONTENT-STEERING:SERVER-URI="` + s.HLS + `",PATHWAY-ID="` + s.Pathway + "\"\n"
+	tagged := false
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "#EXT-X-STREAM-INF:"):
+			stem := ""
+			if i+1 < len(lines) {
+				stem = strings.TrimSuffix(strings.TrimSpace(lines[i+1]), ".m3u8")
+			}
+			l = strings.TrimSuffix(l, "\n") + `,PATHWAY-ID="` + s.Pathway + `"`
+			if validPathway(stem) {
+				l += `,STABLE-VARIANT-ID="` + stem + `"`
+			}
+			l += "\n"
+		case strings.HasPrefix(l, "#EXT-X-MEDIA:"):
+			if _, rest, ok := strings.Cut(l, `URI="`); ok {
+				if uri, _, ok := strings.Cut(rest, `"`); ok && validPathway(strings.TrimSuffix(uri, ".m3u8")) {
+					l = strings.TrimSuffix(l, "\n") + `,STABLE-RENDITION-ID="` + strings.TrimSuffix(uri, ".m3u8") + "\"\n"
+				}
+			}
+		}
+		if !tagged && (strings.HasPrefix(l, "#EXT-X-MEDIA:") || strings.HasPrefix(l, "#EXT-X-STREAM-INF:")) {
+			b.WriteString(tag)
+			tagged = true
+		}
+		b.WriteString(l)
+	}
+	return []byte(b.String()), nil
+}
+
+// steerMPD adds content steering to an MPD being rendered for clients
+// that reach the packager at base.
+func (st *stream) steerMPD(mpd *m.MPD, base string) {
+	s := st.p.steeringFor(st.app, st.name)
+	if s == nil || s.DASH == "" {
+		return
+	}
+	dir := base + "/dash/" + st.app + "/" + st.name + "/"
+	if len(mpd.BaseURL) == 0 {
+		mpd.BaseURL = append(mpd.BaseURL, &m.BaseURLType{Value: m.AnyURI(dir)})
+	}
+	for _, b := range mpd.BaseURL {
+		if b.ServiceLocation == "" {
+			b.ServiceLocation = s.Pathway
+		}
+	}
+	mpd.Location = append(mpd.Location, &m.LocationType{ServiceLocation: s.Pathway, Value: dir + "manifest.mpd"})
+	mpd.ContentSteering = &m.ContentSteeringType{DefaultServiceLocation: s.Pathway, Value: s.DASH}
+}

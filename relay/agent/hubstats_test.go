@@ -1,0 +1,74 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/relay/hub"
+)
+
+func TestStatsCountEveryProtocol(t *testing.T) {
+	reg := hub.NewRegistry(hub.Config{}, nil)
+	h := reg.Acquire("live", "a")
+	defer h.Release()
+	viewer := h.Subscribe(hub.SubscribeOptions{ID: "v1"})
+	defer viewer.Close()
+	packager := h.Subscribe(hub.SubscribeOptions{ID: "packager", Lossless: true})
+	defer packager.Close()
+	http := func() map[string][]bus.ProtocolLoad {
+		return map[string][]bus.ProtocolLoad{
+			"live/a": {{Protocol: bus.ProtoHLS, Viewers: 2, Mbps: 1.5}, {Protocol: bus.ProtoDASH}},
+			"live/b": {{Protocol: bus.ProtoHLS}, {Protocol: bus.ProtoDASH, Viewers: 1, Mbps: 0.5}},
+			"live/c": {{Protocol: bus.ProtoHLS}}, // nobody: not listed
+		}
+	}
+	stats := Stats(reg, http)
+	got := stats()
+	if len(got) != 2 {
+		t.Fatalf("streams %+v", got)
+	}
+	a, b := got[0], got[1]
+	if a.Name != "a" || a.Viewers != 3 || a.Mbps != 1.5 || len(a.Protocols) != 2 ||
+		a.Protocols[0] != (bus.ProtocolLoad{Protocol: bus.ProtoRTMP, Viewers: 1}) || a.Protocols[1].Protocol != bus.ProtoHLS || a.HTTPViewers() != 2 {
+		t.Errorf("live/a: %+v", a)
+	}
+	if b.Name != "b" || b.Live || b.Viewers != 1 || b.Mbps != 0.5 || len(b.Protocols) != 1 || b.Protocols[0].Protocol != bus.ProtoDASH {
+		t.Errorf("live/b (no hub): %+v", b)
+	}
+	// The metric shows the same figures, every protocol of a stream.
+	pr := prometheus.NewRegistry()
+	pr.MustRegister(ViewersCollector(stats))
+	mfs, err := pr.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "relaymesh_viewers" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var k []string
+			for _, l := range m.GetLabel() {
+				k = append(k, l.GetValue())
+			}
+			seen[strings.Join(k, "/")] = m.GetGauge().GetValue()
+		}
+	}
+	want := map[string]float64{"live/dash/a": 0, "live/dash/b": 1, "live/hls/a": 2, "live/hls/b": 0, "live/rtmp/a": 1, "live/rtmp/b": 0}
+	if len(seen) != len(want) {
+		t.Errorf("relaymesh_viewers: %v", seen)
+	}
+	for k, v := range want {
+		if seen[k] != v {
+			t.Errorf("relaymesh_viewers{%s} = %v, want %v (all %v)", k, seen[k], v, seen)
+		}
+	}
+	// Without HTTP the stats are the hub's.
+	if got := HubStats(reg)(); len(got) != 1 || got[0].Viewers != 1 {
+		t.Errorf("hub stats %+v", got)
+	}
+}
