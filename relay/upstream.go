@@ -29,8 +29,13 @@ type UpstreamConfig struct {
 	StartTimeout time.Duration
 	// BackoffMin and BackoffMax bound the reconnect delay (defaults 250ms and 10s).
 	BackoffMin, BackoffMax time.Duration
-	// Conn is the RTMP connection configuration of upstream connections.
+	// Conn is the RTMP connection configuration of upstream connections
+	// (Conn.TLS for rtmps:// upstreams).
 	Conn rtmp.ConnConfig
+	// Credentials, when set, gives the query this relay plays app/name with
+	// upstream (a play token or key of its own), asked at every attempt; it
+	// replaces the query of the viewer that started the pull.
+	Credentials func(app, name string) string
 }
 
 // WithDefaults fills zero fields.
@@ -93,7 +98,7 @@ func parseUpstream(raw string) (rtmp.URL, error) {
 	if err != nil {
 		return rtmp.URL{}, fmt.Errorf("upstream url: %w", err)
 	}
-	return rtmp.URL{Host: pu.Host}, nil
+	return rtmp.URL{Host: pu.Host, TLS: pu.TLS}, nil
 }
 
 type pull struct {
@@ -383,6 +388,9 @@ func (p *pull) once(ctx context.Context, url rtmp.URL, onStart func()) (bool, er
 	cfg := p.u.cfg.Conn
 	cfg.ConnectProps = map[string]any{rtmp.RelayMarker: p.u.cfg.RelayID}
 	url.App, url.Name, url.Query = p.app, p.name, p.query
+	if p.u.cfg.Credentials != nil {
+		url.Query = p.u.cfg.Credentials(p.app, p.name)
+	}
 	cc, err := rtmp.Dial(ctx, url, cfg, p.log)
 	if err != nil {
 		return false, err

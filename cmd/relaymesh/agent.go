@@ -27,12 +27,19 @@ func startAgent(ctx context.Context, cfg config.Config, n *node, id, location st
 	if httpAddr == "" {
 		httpAddr = n.httpLn.Addr().String()
 	}
+	rtmpsAddr, httpsAddr := cfg.Advertise.RTMPS, cfg.Advertise.HTTPS
+	if rtmpsAddr == "" && n.sec.rtmpsLn != nil {
+		rtmpsAddr = n.sec.rtmpsLn.Addr().String()
+	}
+	if httpsAddr == "" && n.sec.httpsLn != nil {
+		httpsAddr = n.sec.httpsLn.Addr().String()
+	}
 	conn, err := bus.Connect(bus.Options{URLs: nc.URLs, Name: id, CredsFile: nc.Creds, NKeyFile: nc.NKey,
 		CAFile: nc.CA, CertFile: nc.Cert, KeyFile: nc.Key}, log)
 	if err != nil {
 		return nil, err
 	}
-	ag, err := agent.New(agent.Config{ID: id, Location: location, RTMP: rtmpAddr, HTTP: httpAddr,
+	ag, err := agent.New(agent.Config{ID: id, Location: location, RTMP: rtmpAddr, HTTP: httpAddr, RTMPS: rtmpsAddr, HTTPS: httpsAddr,
 		CapacityViewers: cfg.Capacity.Viewers, CapacityMbps: cfg.Capacity.Mbps}, conn, n.stats(), puller, log)
 	if err != nil {
 		conn.Close()

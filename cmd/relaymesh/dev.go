@@ -40,6 +40,12 @@ func devFlags(cfg *config.Config) *cmdFlags {
 	c.Int(&cfg.Dev.RelayBasePort, "relay-base-port", "dev.relay_base_port", "relay i listens RTMP on base+2i and HTTP on base+2i+1, on the host of --rtmp; 0: free ports")
 	bindControlPlane(c)
 	c.Bool(&cfg.Dev.DemoSource, "demo-source", "dev.demo_source", "publish a test pattern to live/demo with ffmpeg (when installed)")
+	// Play authorization on every server, tokens in the redirector's
+	// redirects (secure.go, secure_orchestrator.go).
+	p := &cfg.Play
+	c.List(&p.Protect, "play-protect", "play.protect", "comma-separated applications whose viewers need a play key or token (* = all; default: none)")
+	c.Map(&p.Keys, "play-key", "play.keys", "APP=KEY, APP/NAME=KEY or *=KEY", "APP=KEY or APP/NAME=KEY or *=KEY: viewers of a protected app use ?key=KEY")
+	c.String(&p.TokenSecret, "play-token-secret", "play.token_secret", "secret of the play tokens the redirector's redirects carry and every server checks (default: none)")
 	bindLog(c)
 	return c
 }
@@ -152,6 +158,9 @@ func devMain(ctx context.Context, args []string, out io.Writer, ready func(httpA
 	if g.Primary() < 0 {
 		return errors.New("the graph has no primary server")
 	}
+	if err := checkSecure(cfg); err != nil {
+		return err
+	}
 	lns, err := devListeners(cfg, g)
 	if err != nil {
 		return err
@@ -236,7 +245,8 @@ func devMain(ctx context.Context, args []string, out io.Writer, ready func(httpA
 		addrs.relays = append(addrs.relays, devServer{s.ID, n.rtmpLn.Addr().String(), n.httpLn.Addr().String()})
 		n.cfg.Relay.Upstream = "rtmp://" + primaryRTMP
 		n.cfg.HLS.SteeringURL = steerURL
-		up, err := relay.NewUpstream(ctx, relay.UpstreamConfig{URL: n.cfg.Relay.Upstream, RelayID: s.ID, Conn: connConfig(n.cfg.RTMP)}, n.hubs, n.log)
+		up, err := relay.NewUpstream(ctx, relay.UpstreamConfig{URL: n.cfg.Relay.Upstream, RelayID: s.ID, Conn: connConfig(n.cfg.RTMP),
+			Credentials: n.upstreamCredentials()}, n.hubs, n.log)
 		if err != nil {
 			return err
 		}
@@ -262,7 +272,8 @@ func devMain(ctx context.Context, args []string, out io.Writer, ready func(httpA
 	ln := free[0].ln
 	spawn("orchestrator", func() error {
 		return runControlPlane(ctx, controlPlane{graph: g, geo: db, conn: conn, ln: ln, id: "dev",
-			threshold: cfg.Orchestrator.Threshold, devIP: true, log: log})
+			threshold: cfg.Orchestrator.Threshold, devIP: true, log: log,
+			playToken: playTokenSigner(cfg.Play.TokenSecret, cfg.Orchestrator.PlayTokenTTL, cfg.Orchestrator.PlayTokenStep)})
 	})
 	addrs.web = ln.Addr().String()
 	devBanner(out, addrs)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -108,6 +109,88 @@ func TestDevMeshAnswers(t *testing.T) {
 	}
 	stopPub()
 	stop()
+}
+
+// With --play-protect and --play-token-secret every server of the dev mesh
+// refuses HLS viewers of the app without a token, and /play answers with
+// one that the server it names accepts.
+func TestDevPlayTokens(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	addrCh := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- devMain(ctx, devTestArgs("--log-level", "warn", "--play-protect", "live", "--play-token-secret", "dev-s3cret"),
+			io.Discard, func(a string) { addrCh <- a })
+	}()
+	var addr string
+	select {
+	case addr = <-addrCh:
+	case err := <-done:
+		t.Fatalf("dev stopped early: %v", err)
+	}
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("dev did not stop")
+		}
+	}()
+	get := func(u string, accept string) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
+		req.Header.Set("Accept", accept)
+		return http.DefaultClient.Do(req)
+	}
+	// The redirector names the servers at their graph addresses until
+	// their agents report the ones they listen on.
+	for i := 0; ; i++ {
+		var mv redirector.MeshView
+		resp, err := get("http://"+addr+"/api/v1/mesh", "application/json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&mv)
+		resp.Body.Close()
+		if err == nil && mv.Primary.RTMPURL != "" && mv.Primary.RTMPURL != "rtmp://127.0.0.1:1935" {
+			break
+		}
+		if i > 200 {
+			t.Fatalf("the primary's address is not reported: %+v (%v)", mv.Primary, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var ch redirector.Choice
+	resp, err := get("http://"+addr+"/play/live/test?ip=198.51.100.7&proto=hls", "application/json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&ch)
+	resp.Body.Close()
+	if err != nil || ch.PlayToken == "" || !strings.Contains(ch.URL, "/t/"+ch.PlayToken+"/") {
+		t.Fatalf("choice %+v (%v)", ch, err)
+	}
+	u, err := url.Parse(ch.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	without := u.Scheme + "://" + u.Host + "/hls/live/test/index.m3u8"
+	r, err := get(without, "*/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusUnauthorized {
+		t.Errorf("%s without a token: %s", without, r.Status)
+	}
+	r, err = get(ch.URL, "*/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode == http.StatusUnauthorized || r.StatusCode == http.StatusForbidden {
+		t.Errorf("%s with the redirect's token: %s", ch.URL, r.Status)
+	}
 }
 
 // devTestArgs are dev's flags with every port free (tests run side by side).

@@ -74,6 +74,32 @@ func (c *cmdFlags) Map(p *map[string]string, name, key, form, help string) {
 	c.fs.Var(&mapFlag{m: p, name: name, form: form}, name, keyHelp(key, help+"; repeatable"))
 }
 
+// List binds a comma-separated flag to a list key; the flag replaces the
+// file's list.
+func (c *cmdFlags) List(p *[]string, name, key, help string) {
+	c.bind(name, key, p)
+	c.fs.Var(listFlag{p}, name, keyHelp(key, help))
+}
+
+type listFlag struct{ p *[]string }
+
+func (f listFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return strings.Join(*f.p, ",")
+}
+
+func (f listFlag) Set(v string) error {
+	*f.p = nil
+	for _, a := range strings.Split(v, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			*f.p = append(*f.p, a)
+		}
+	}
+	return nil
+}
+
 type mapFlag struct {
 	m          *map[string]string
 	name, form string
@@ -165,6 +191,7 @@ func bindNode(c *cmdFlags) {
 	bindLog(c)
 	c.Bool(&cfg.HTTP.Pprof, "pprof", "http.pprof", "serve /debug/pprof/ on the HTTP listener")
 	c.String(&cfg.HLS.SteeringURL, "steering-url", "hls.steering_url", "base URL of the redirector for HLS/DASH content steering (e.g. http://play.example.net; default: none)")
+	bindSecure(c) // play authorization, hooks, the admin API, TLS (secure.go)
 }
 
 func bindLog(c *cmdFlags) {
@@ -189,6 +216,8 @@ func bindAgent(c *cmdFlags) {
 	cfg := c.cfg
 	c.String(&cfg.Advertise.RTMP, "advertise-rtmp", "advertise.rtmp", "host:port viewers reach the RTMP listener at (default: the listen address)")
 	c.String(&cfg.Advertise.HTTP, "advertise-http", "advertise.http", "host:port viewers reach the HTTP listener at (default: the listen address)")
+	c.String(&cfg.Advertise.RTMPS, "advertise-rtmps", "advertise.rtmps", "host:port viewers reach the RTMPS listener at (default: the --rtmps address)")
+	c.String(&cfg.Advertise.HTTPS, "advertise-https", "advertise.https", "host:port viewers reach the HTTPS listener at (default: the --https address)")
 	c.Int(&cfg.Capacity.Viewers, "capacity-viewers", "capacity.viewers", "viewers this server takes before the orchestrator looks elsewhere (0: unlimited)")
 	c.Float(&cfg.Capacity.Mbps, "capacity-mbps", "capacity.mbps", "Mbit/s this server sends before the orchestrator looks elsewhere (0: unlimited)")
 }

@@ -54,6 +54,7 @@ type node struct {
 	pkgRef atomic.Pointer[packager.Packager] // pkg, for readers on other goroutines (audience.go)
 	id     string                            // server id: the steering pathway (default cfg.Relay.ID)
 	leave  rtmp.LeaveNotice                  // what RTMP viewers are told on drain
+	sec    secure                            // TLS, admin API, play authorization, hooks (secure.go)
 }
 
 // packagerConfig maps the config file's hls section.
@@ -114,7 +115,15 @@ func newNode(cfg config.Config, log *slog.Logger) (*node, error) {
 		rtmpLn.Close()
 		return nil, fmt.Errorf("http listen (http.listen, --http): %w", err)
 	}
-	return newNodeOn(cfg, log, rtmpLn, httpLn), nil
+	sl, err := openSecureListeners(cfg, log) // RTMPS, HTTPS, admin (secure.go)
+	if err != nil {
+		rtmpLn.Close()
+		httpLn.Close()
+		return nil, err
+	}
+	n := newNodeOn(cfg, log, rtmpLn, httpLn)
+	n.setSecureListeners(sl)
+	return n, nil
 }
 
 // newNodeOn is a node on listeners opened already.
@@ -134,11 +143,13 @@ func newNodeOn(cfg config.Config, log *slog.Logger, rtmpLn, httpLn net.Listener)
 	if cfg.HTTP.Pprof {
 		n.http.EnablePprof()
 	}
+	n.initSecure()
 	return n
 }
 
 // run serves until ctx ends, then drains and stops.
 func (n *node) run(ctx context.Context, h rtmp.Handler) error {
+	h = n.sec.gate.Wrap(h) // play keys, tokens and hooks; its refusals are counted with the others
 	n.server = &relay.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections,
 		Leave: n.leave, Skip: relay.IsRelay}
 	n.server.Conn.Metrics = rtmp.NewMetrics() // closes, handshake failures, timeouts, refusals
@@ -155,16 +166,29 @@ func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 	}
 	defer n.pkg.Close()
 	n.pkgRef.Store(n.pkg)
-	n.http.Mux.Handle("/hls/", n.pkg.Handler())
-	n.http.Mux.Handle("/dash/", n.pkg.Handler())
+	n.http.Mux.Handle("/hls/", n.sec.gate.HTTP(n.pkg.Handler()))
+	n.http.Mux.Handle("/dash/", n.sec.gate.HTTP(n.pkg.Handler()))
 	httpCtx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	var httpErr error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		httpErr = n.http.Serve(httpCtx, n.httpLn)
+		httpErr = n.http.ServeHandler(httpCtx, n.httpLn, n.sec.policy.Public(n.http.Mux))
 	}()
+	var secErrs []error
+	var secMu sync.Mutex
+	n.serveSecure(ctx, httpCtx, func(f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil && err.Error() != "http: Server closed" {
+				secMu.Lock()
+				secErrs = append(secErrs, err)
+				secMu.Unlock()
+			}
+		}()
+	})
 	go func() {
 		<-ctx.Done()
 		n.http.SetDraining(true)
@@ -177,6 +201,9 @@ func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 	wg.Wait()
 	if err == nil && httpErr != nil && httpErr.Error() != "http: Server closed" {
 		err = httpErr
+	}
+	if err == nil && len(secErrs) > 0 {
+		err = secErrs[0]
 	}
 	n.log.Info("stopped")
 	return err

@@ -150,6 +150,7 @@ func orchestratorFlags(cfg *config.Config) *cmdFlags {
 	c.Bool(&o.DevIP, "dev-ip", "orchestrator.dev_ip", "honour ?ip=ADDR on /play (development only)")
 	c.String(&o.OverflowURL, "overflow-url", "orchestrator.overflow_url", "external CDN URL prefix for HLS/DASH viewers when every server is full (e.g. https://cdn.example.net)")
 	c.Duration(&o.SteeringTTL, "steering-ttl", "orchestrator.steering_ttl", "TTL of content steering answers: how soon HLS/DASH players following steering leave a draining relay (default 5s)")
+	bindRedirectorSecure(c) // play tokens and HTTPS (secure_orchestrator.go)
 	bindLog(c)
 	return c
 }
@@ -182,8 +183,14 @@ func runOrchestrator(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("http listen: %w", err)
 	}
+	httpsLn, err := openOrchestratorHTTPS(cfg, log) // secure_orchestrator.go
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	return runControlPlane(ctx, controlPlane{graph: g, geo: db, conn: conn, ln: ln, id: o.ID, trusted: tp,
-		tokenKey: []byte(o.TokenSecret), threshold: o.Threshold, devIP: o.DevIP, overflowURL: o.OverflowURL, steeringTTL: o.SteeringTTL, log: log})
+		tokenKey: []byte(o.TokenSecret), threshold: o.Threshold, devIP: o.DevIP, overflowURL: o.OverflowURL, steeringTTL: o.SteeringTTL,
+		playToken: playTokenSigner(cfg.Play.TokenSecret, o.PlayTokenTTL, o.PlayTokenStep), httpsLn: httpsLn, log: log})
 }
 
 // controlPlane is an orchestrator with its redirector on one HTTP listener.
@@ -201,6 +208,10 @@ type controlPlane struct {
 	overflowURL string
 	steeringTTL time.Duration // 0: the redirector's default
 	log         *slog.Logger
+	// playToken signs the play tokens of redirects; httpsLn serves the
+	// same as ln over TLS (secure_orchestrator.go).
+	playToken func(app, name string) string
+	httpsLn   net.Listener
 }
 
 func runControlPlane(ctx context.Context, cp controlPlane) error {
@@ -209,7 +220,8 @@ func runControlPlane(ctx context.Context, cp controlPlane) error {
 		return err
 	}
 	r, err := redirector.New(redirector.Config{ID: cp.id, Graph: cp.graph, Geo: cp.geo, TokenKey: cp.tokenKey,
-		TrustedProxies: cp.trusted, DevIP: cp.devIP, Bonus: bonusAdapter(o), OverflowURL: cp.overflowURL, SteeringTTL: cp.steeringTTL}, cp.conn, cp.log)
+		TrustedProxies: cp.trusted, DevIP: cp.devIP, Bonus: bonusAdapter(o), OverflowURL: cp.overflowURL, SteeringTTL: cp.steeringTTL,
+		PlayToken: cp.playToken}, cp.conn, cp.log)
 	if err != nil {
 		return err
 	}
@@ -230,17 +242,25 @@ func runControlPlane(ctx context.Context, cp controlPlane) error {
 	r.Mount(srv.Mux)
 	d.Mount(srv.Mux)
 	var wg sync.WaitGroup
-	errs := make([]error, 4)
-	for i, f := range []func() error{
+	runs := []func() error{
 		func() error { return o.Run(ctx) },
 		func() error { return r.Run(ctx) },
 		func() error { return d.Run(ctx) },
 		func() error { return srv.Serve(ctx, cp.ln) },
-	} {
+	}
+	if cp.httpsLn != nil {
+		runs = append(runs, func() error { return srv.Serve(ctx, cp.httpsLn) })
+	}
+	errs := make([]error, len(runs))
+	for i, f := range runs {
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[i] = f() }()
 	}
-	cp.log.Info("orchestrator and redirector listening", "http", cp.ln.Addr().String())
+	if cp.httpsLn != nil {
+		cp.log.Info("orchestrator and redirector listening", "http", cp.ln.Addr().String(), "https", cp.httpsLn.Addr().String())
+	} else {
+		cp.log.Info("orchestrator and redirector listening", "http", cp.ln.Addr().String())
+	}
 	wg.Wait()
 	return errors.Join(errs...)
 }

@@ -35,6 +35,9 @@ func runPrimary(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkSecure(cfg); err != nil {
+		return err
+	}
 	if !cfg.Publish.Open && len(cfg.Publish.Keys) == 0 && cfg.Publish.TokenSecret == "" {
 		log.Warn("no publish keys or token secret configured: every publisher will be refused (use --publish-key NAME=SECRET or --open)")
 	}
@@ -62,6 +65,6 @@ func runPrimary(ctx context.Context, args []string) error {
 	}
 	defer stopSO()
 	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Publish: in.Publish, Sessions: sos, Grace: cfg.RTMP.Grace, Log: log})
-	log.Info("primary listening", "rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String())
+	log.Info("primary listening", append([]any{"rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String()}, n.secureAddrs()...)...)
 	return n.run(ctx, h)
 }

@@ -26,7 +26,8 @@ func relayFlags(cfg *config.Config) *cmdFlags {
 	r := &cfg.Relay
 	c.String(&r.ID, "id", "relay.id", "relay id (required)")
 	c.String(&r.Location, "location", "relay.location", "location of this relay in the graph")
-	c.String(&r.Upstream, "upstream", "relay.upstream", "rtmp://HOST:PORT of the primary or a parent relay (required)")
+	c.String(&r.Upstream, "upstream", "relay.upstream", "rtmp://HOST:PORT or rtmps://HOST:PORT of the primary or a parent relay (required)")
+	c.String(&r.UpstreamCA, "upstream-ca", "relay.upstream_ca", "PEM file of the CAs that sign an rtmps:// upstream's certificate (default: the system's roots)")
 	c.Duration(&r.Linger, "linger", "relay.linger", "keep pulling a stream this long after its last viewer")
 	c.String(&r.Redirect, "redirect", "relay.redirect", "on drain, tell RTMP viewers to play again through this URL: a redirector (http://HOST:PORT) or a server (rtmp://HOST:PORT)")
 	bindAgent(c)
@@ -41,6 +42,13 @@ func runRelay(ctx context.Context, args []string) error {
 	}
 	if cfg.Relay.ID == "" || cfg.Relay.Upstream == "" {
 		return errors.New("relay.id (--id) and relay.upstream (--upstream rtmp://HOST:PORT) are required")
+	}
+	if err := checkSecure(cfg); err != nil {
+		return err
+	}
+	cc := connConfig(cfg.RTMP)
+	if cc.TLS, err = upstreamTLS(cfg); err != nil {
+		return err
 	}
 	redirectTo, err := relay.RedirectTo(cfg.Relay.Redirect)
 	if err != nil {
@@ -57,7 +65,8 @@ func runRelay(ctx context.Context, args []string) error {
 	upCtx, stopPulls := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPulls()
 	up, err := relay.NewUpstream(upCtx, relay.UpstreamConfig{
-		URL: cfg.Relay.Upstream, RelayID: cfg.Relay.ID, Linger: cfg.Relay.Linger, Conn: connConfig(cfg.RTMP),
+		URL: cfg.Relay.Upstream, RelayID: cfg.Relay.ID, Linger: cfg.Relay.Linger, Conn: cc,
+		Credentials: n.upstreamCredentials(),
 	}, n.hubs, log)
 	if err != nil {
 		return err
@@ -67,12 +76,12 @@ func runRelay(ctx context.Context, args []string) error {
 		httpserver.WriteJSON(w, http.StatusOK, map[string]any{"id": cfg.Relay.ID, "location": cfg.Relay.Location, "pulls": up.Pulls()})
 	})
 	n.src = pullingSource(n.hubs, up)
-	sor, err := soRelay(ctx, cfg, connConfig(cfg.RTMP), log) // shared objects and RPC (so.go)
+	sor, err := soRelay(ctx, cfg, cc, log) // shared objects and RPC (so.go)
 	if err != nil {
 		return err
 	}
 	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Sessions: sor, Grace: cfg.RTMP.Grace, Log: log})
-	log.Info("relay listening", "rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String(), "upstream", cfg.Relay.Upstream, "location", cfg.Relay.Location)
+	log.Info("relay listening", append([]any{"rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String(), "upstream", cfg.Relay.Upstream, "location", cfg.Relay.Location}, n.secureAddrs()...)...)
 	conn, err := startAgent(ctx, cfg, n, cfg.Relay.ID, cfg.Relay.Location, up, log)
 	if err != nil {
 		return err

@@ -78,6 +78,10 @@ type Status struct {
 	Draining        bool           `json:"draining,omitempty"`
 	Streams         []StreamStatus `json:"streams,omitempty"`
 	Time            time.Time      `json:"time"`
+
+	// RTMPS and HTTPS are the host:port of the TLS listeners, if any.
+	RTMPS string `json:"rtmps,omitempty"`
+	HTTPS string `json:"https,omitempty"`
 }
 
 // Command operations.

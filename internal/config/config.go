@@ -24,6 +24,11 @@ type Config struct {
 	HLS     HLS     `yaml:"hls"`
 	// SharedObjects is read by the primary and by every relay.
 	SharedObjects SharedObjects `yaml:"shared_objects"`
+	// Play, Hooks and TLS are read by the primary and by every relay; the
+	// orchestrator reads play.token_secret and tls (with http.tls_listen).
+	Play  Play  `yaml:"play"`
+	Hooks Hooks `yaml:"hooks"`
+	TLS   TLS   `yaml:"tls"`
 	// NATS is the control-plane bus of primaries, relays and orchestrators.
 	NATS NATS `yaml:"nats"`
 	// Advertise and Capacity are what a primary or relay reports to the
@@ -37,6 +42,40 @@ type Config struct {
 	Orchestrator Orchestrator `yaml:"orchestrator"`
 	// Dev configures relaymesh dev.
 	Dev Dev `yaml:"dev"`
+}
+
+// Play configures who may play (RTMP, HLS and DASH). Off by default: an
+// application not in Protect plays without credentials.
+type Play struct {
+	// Protect lists the applications whose viewers need a play key or
+	// token; "*" is every application (default: none).
+	Protect []string `yaml:"protect"`
+	// Keys maps "app/name", "app" or "*" to a play key: viewers add ?key=KEY.
+	Keys map[string]string `yaml:"keys"`
+	// TokenSecret verifies signed play tokens (?token=, issued by the
+	// redirector, which needs the same secret); relays also sign their own
+	// upstream pulls with it (default: none, tokens refused).
+	TokenSecret string `yaml:"token_secret"`
+	// PreviousTokenSecrets are still accepted, for rotating the secret.
+	PreviousTokenSecrets []string `yaml:"previous_token_secrets"`
+}
+
+// Hooks are the operator's HTTP callbacks (POST JSON; 2xx allows).
+type Hooks struct {
+	OnPublish   string        `yaml:"on_publish"`   // asked before a broadcaster starts (primary)
+	OnPlay      string        `yaml:"on_play"`      // asked before a viewer starts (RTMP play, HLS/DASH entry playlist)
+	OnUnpublish string        `yaml:"on_unpublish"` // told when a broadcaster stopped
+	OnStop      string        `yaml:"on_stop"`      // told when a viewer stopped (HLS/DASH: 30s without a request)
+	Timeout     time.Duration `yaml:"timeout"`      // one call (default 3s)
+	FailOpen    bool          `yaml:"fail_open"`    // allow when on_publish/on_play cannot answer (default false: refuse)
+	Queue       int           `yaml:"queue"`        // on_unpublish/on_stop notices waiting at most, then dropped (default 1024)
+}
+
+// TLS is the certificate of the RTMPS and HTTPS listeners, re-read when
+// its files change.
+type TLS struct {
+	Cert string `yaml:"cert"` // PEM certificate chain file
+	Key  string `yaml:"key"`  // PEM private key file
 }
 
 // NATS says how to reach the bus: an external cluster (URLs), or, for the
@@ -57,6 +96,10 @@ type NATS struct {
 type Advertise struct {
 	RTMP string `yaml:"rtmp"` // host:port (default: the RTMP listen address)
 	HTTP string `yaml:"http"` // host:port (default: the HTTP listen address)
+	// RTMPS and HTTPS are reported for viewers asking for TLS (default: the
+	// rtmp.tls_listen and http.tls_listen addresses).
+	RTMPS string `yaml:"rtmps"`
+	HTTPS string `yaml:"https"`
 }
 
 // Capacity bounds what the orchestrator sends to this server.
@@ -84,6 +127,12 @@ type Orchestrator struct {
 	// SteeringTTL is the TTL of content steering answers: how soon HLS/DASH
 	// players following steering leave a draining relay (0 = 5s).
 	SteeringTTL time.Duration `yaml:"steering_ttl"`
+	// PlayTokenTTL is the lifetime of the play tokens redirects carry (with
+	// play.token_secret): a viewer must start playing within it (default 10m).
+	PlayTokenTTL time.Duration `yaml:"play_token_ttl"`
+	// PlayTokenStep rounds expiries up to a multiple of it, so the viewers
+	// of a stream share one token and CDN cache entries (default 1m).
+	PlayTokenStep time.Duration `yaml:"play_token_step"`
 }
 
 // Dev configures the development mesh (relaymesh dev). Its primary listens
@@ -150,12 +199,27 @@ type RTMP struct {
 	Grace            time.Duration `yaml:"grace"`              // viewers wait this long for a stopped broadcaster (default 30s)
 	Drain            time.Duration `yaml:"drain"`              // on SIGTERM, connections get this long to finish (default 5s)
 	WriteBatch       time.Duration `yaml:"write_batch"`        // write viewers in rounds this far apart (default 100ms; 0: each frame at once)
+	TLSListen        string        `yaml:"tls_listen"`         // RTMPS listen address, with tls.cert/key (default: none)
 }
 
 // HTTP configures the HTTP listener (/healthz, /metrics, /api/v1/streams).
 type HTTP struct {
 	Listen string `yaml:"listen"` // default 127.0.0.1:8080
 	Pprof  bool   `yaml:"pprof"`  // serve /debug/pprof/ (default false)
+	// TLSListen is an HTTPS listener serving the same as Listen, with
+	// tls.cert/key (default: none).
+	TLSListen string `yaml:"tls_listen"`
+	// AdminListen is a listener of its own for the API that changes state;
+	// the public listeners then serve none of it (default: none).
+	AdminListen string `yaml:"admin_listen"`
+	// AdminToken is the bearer token of the API that changes state (default:
+	// none; without it and without AdminListen that API answers loopback
+	// clients only).
+	AdminToken string `yaml:"admin_token"`
+	// PublicStatus keeps read-only status (GET /api/..., /metrics) on the
+	// public listeners; false moves it behind the admin token or listener
+	// (default true).
+	PublicStatus bool `yaml:"public_status"`
 }
 
 // Hub configures every stream hub (fan-out, GOP cache, frame dropping).
@@ -187,6 +251,9 @@ type Relay struct {
 	Upstream string        `yaml:"upstream"` // rtmp://host:port of the primary or a parent relay
 	Linger   time.Duration `yaml:"linger"`   // keep a pull this long after its last viewer (default 30s)
 	Redirect string        `yaml:"redirect"` // where a draining relay sends its RTMP viewers: a redirector's http(s) URL or an rtmp:// server (default none)
+	// UpstreamCA is a PEM file of the CAs an rtmps:// upstream's certificate
+	// is checked against (default: the system's roots).
+	UpstreamCA string `yaml:"upstream_ca"`
 }
 
 // SharedObjects configures RTMP shared objects and calls: the limits each
@@ -238,7 +305,7 @@ func Default() Config {
 			Drain:            5 * time.Second,
 			WriteBatch:       100 * time.Millisecond,
 		},
-		HTTP: HTTP{Listen: "127.0.0.1:8080"},
+		HTTP: HTTP{Listen: "127.0.0.1:8080", PublicStatus: true},
 		Hub: Hub{
 			ViewerQueue:       time.Second,
 			ViewerQueueFrames: 1024,
@@ -254,9 +321,10 @@ func Default() Config {
 			MessagesPerSecond: 50, Burst: 100, FloodPerSecond: 200, FloodBurst: 400,
 			Data: filepath.Join(os.TempDir(), "relaymesh-data"), WebhookTimeout: 5 * time.Second,
 		},
-		NATS:    NATS{Listen: "127.0.0.1:4222"},
-		Primary: Primary{ID: "primary"},
-		Dev:     Dev{PrimaryHTTP: "127.0.0.1:8081", RelayBasePort: 1940},
+		NATS:         NATS{Listen: "127.0.0.1:4222"},
+		Primary:      Primary{ID: "primary"},
+		Orchestrator: Orchestrator{PlayTokenTTL: 10 * time.Minute, PlayTokenStep: time.Minute},
+		Dev:          Dev{PrimaryHTTP: "127.0.0.1:8081", RelayBasePort: 1940},
 	}
 }
 

@@ -41,3 +41,35 @@ func TestExampleFile(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestSecuritySections(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(p, []byte(`rtmp:
+  tls_listen: 0.0.0.0:443
+http:
+  admin_token: t0k
+  admin_listen: 127.0.0.1:9000
+tls: {cert: c.pem, key: k.pem}
+relay:
+  upstream_ca: ca.pem
+play:
+  protect: [live]
+  keys: {"live/cam": k}
+  token_secret: s
+  previous_token_secrets: [old]
+hooks:
+  on_play: http://127.0.0.1:1/play
+  timeout: 1s
+  fail_open: true
+`), 0o644)
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RTMP.TLSListen != "0.0.0.0:443" || c.HTTP.AdminToken != "t0k" || c.HTTP.AdminListen != "127.0.0.1:9000" || !c.HTTP.PublicStatus ||
+		c.TLS.Cert != "c.pem" || c.TLS.Key != "k.pem" || c.Relay.UpstreamCA != "ca.pem" ||
+		c.Play.Protect[0] != "live" || c.Play.Keys["live/cam"] != "k" || c.Play.TokenSecret != "s" || c.Play.PreviousTokenSecrets[0] != "old" ||
+		c.Hooks.OnPlay == "" || c.Hooks.Timeout != time.Second || !c.Hooks.FailOpen {
+		t.Fatalf("%+v", c)
+	}
+}

@@ -64,6 +64,11 @@ func (c *Config) Validate() error {
 		{"dev.primary_http", "primary-http", c.Dev.PrimaryHTTP, false},
 		{"advertise.rtmp", "advertise-rtmp", c.Advertise.RTMP, true},
 		{"advertise.http", "advertise-http", c.Advertise.HTTP, true},
+		{"advertise.rtmps", "advertise-rtmps", c.Advertise.RTMPS, true},
+		{"advertise.https", "advertise-https", c.Advertise.HTTPS, true},
+		{"rtmp.tls_listen", "rtmps", c.RTMP.TLSListen, true},
+		{"http.tls_listen", "https", c.HTTP.TLSListen, true},
+		{"http.admin_listen", "admin-http", c.HTTP.AdminListen, true},
 	} {
 		if a.addr == "" && a.optional {
 			continue
@@ -87,6 +92,7 @@ func (c *Config) Validate() error {
 		{"hub.slow_viewer_timeout", c.Hub.SlowViewerTimeout}, {"relay.linger", c.Relay.Linger},
 		{"hls.linger", c.HLS.Linger}, {"hls.segment_min_duration", c.HLS.SegmentMinDuration},
 		{"hls.part_target", c.HLS.PartTarget}, {"shared_objects.webhook_timeout", c.SharedObjects.WebhookTimeout},
+		{"hooks.timeout", c.Hooks.Timeout}, {"orchestrator.play_token_step", c.Orchestrator.PlayTokenStep},
 	} {
 		if d.v < 0 {
 			bad(d.key, "", "%s: want a duration ≥ 0", d.v)
@@ -99,7 +105,7 @@ func (c *Config) Validate() error {
 	}{
 		{"rtmp.max_connections", "", float64(c.RTMP.MaxConnections)}, {"capacity.viewers", "capacity-viewers", float64(c.Capacity.Viewers)},
 		{"capacity.mbps", "capacity-mbps", c.Capacity.Mbps}, {"orchestrator.threshold", "threshold", c.Orchestrator.Threshold},
-		{"hls.segment_count", "", float64(c.HLS.SegmentCount)},
+		{"hls.segment_count", "", float64(c.HLS.SegmentCount)}, {"hooks.queue", "", float64(c.Hooks.Queue)},
 	} {
 		if n.v < 0 {
 			bad(n.key, n.flag, "%v: want a number ≥ 0", n.v)
@@ -116,17 +122,35 @@ func (c *Config) Validate() error {
 			bad("shared_objects.webhooks."+app, "webhook", "%q: want an http:// or https:// URL", u)
 		}
 	}
+	if (c.RTMP.TLSListen != "" || c.HTTP.TLSListen != "") && (c.TLS.Cert == "" || c.TLS.Key == "") {
+		bad("tls.cert, tls.key", "tls-cert, --tls-key", "rtmp.tls_listen (--rtmps) and http.tls_listen (--https) need a certificate and its key")
+	}
+	if c.Play.TokenSecret != "" && c.Orchestrator.PlayTokenTTL <= 0 {
+		bad("orchestrator.play_token_ttl", "play-token-ttl", "%s: want a positive duration", c.Orchestrator.PlayTokenTTL)
+	}
+	for _, h := range []struct{ key, flag, u string }{
+		{"hooks.on_publish", "hook-on-publish", c.Hooks.OnPublish}, {"hooks.on_play", "hook-on-play", c.Hooks.OnPlay},
+		{"hooks.on_unpublish", "hook-on-unpublish", c.Hooks.OnUnpublish}, {"hooks.on_stop", "hook-on-stop", c.Hooks.OnStop},
+	} {
+		if h.u == "" {
+			continue
+		}
+		if pu, err := url.Parse(h.u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			bad(h.key, h.flag, "%q: want an http:// or https:// URL", h.u)
+		}
+	}
 	return errors.Join(errs...)
 }
 
-// checkUpstream accepts rtmp://HOST:PORT (a trailing slash is fine).
+// checkUpstream accepts rtmp://HOST:PORT or rtmps://HOST:PORT (a trailing
+// slash is fine).
 func checkUpstream(raw string) error {
-	const want = "want rtmp://HOST:PORT of the primary or a parent relay"
+	const want = "want rtmp://HOST:PORT (or rtmps://) of the primary or a parent relay"
 	u, err := url.Parse(raw)
 	if err != nil {
 		return errors.New(want)
 	}
-	if u.Scheme != "rtmp" {
+	if u.Scheme != "rtmp" && u.Scheme != "rtmps" {
 		if u.Scheme == "" {
 			return fmt.Errorf("no scheme: %s", want)
 		}

@@ -114,8 +114,15 @@ func (s *Server) SetDraining(v bool) { s.draining.Store(v) }
 
 // Serve serves on ln until ctx ends, then shuts down gracefully (5 s).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.ServeHandler(ctx, ln, s.Mux)
+}
+
+// ServeHandler is Serve with h (e.g. the mux behind a middleware) in
+// front. A listener returning TLS connections gets HTTP/2 when its
+// tls.Config offers "h2".
+func (s *Server) ServeHandler(ctx context.Context, ln net.Listener, h http.Handler) error {
 	hs := &http.Server{
-		Handler:           s.Handler(),
+		Handler:           instrument(h, s.duration),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },

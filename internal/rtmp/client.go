@@ -2,6 +2,7 @@ package rtmp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,9 +12,10 @@ import (
 	"time"
 )
 
-// URL is a parsed rtmp:// address: rtmp://host[:port]/app[/instance]/name[?query].
+// URL is a parsed rtmp:// or rtmps:// address: rtmp://host[:port]/app[/instance]/name[?query].
 type URL struct {
-	Host  string // host:port (port 1935 when absent)
+	Host  string // host:port (port 1935 when absent, 443 for rtmps)
+	TLS   bool   // rtmps: the connection runs over TLS (ConnConfig.TLS)
 	App   string
 	Name  string // stream name ("" for a connection to an application scope)
 	Query string // raw query, passed upstream with connect and play
@@ -27,22 +29,31 @@ func ParseURL(raw string, appSegments int) (URL, error) {
 	if err != nil {
 		return URL{}, err
 	}
-	if u.Scheme != "rtmp" {
-		return URL{}, fmt.Errorf("%q: scheme must be rtmp", raw)
+	if u.Scheme != "rtmp" && u.Scheme != "rtmps" {
+		return URL{}, fmt.Errorf("%q: scheme must be rtmp or rtmps", raw)
 	}
 	host := u.Host
 	if u.Port() == "" {
-		host = net.JoinHostPort(u.Hostname(), "1935")
+		port := "1935"
+		if u.Scheme == "rtmps" {
+			port = "443"
+		}
+		host = net.JoinHostPort(u.Hostname(), port)
 	}
 	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
 	if len(parts) < appSegments || parts[0] == "" {
 		return URL{}, fmt.Errorf("%q: no application in path", raw)
 	}
-	return URL{Host: host, App: strings.Join(parts[:appSegments], "/"), Name: strings.Join(parts[appSegments:], "/"), Query: u.RawQuery}, nil
+	return URL{Host: host, TLS: u.Scheme == "rtmps", App: strings.Join(parts[:appSegments], "/"), Name: strings.Join(parts[appSegments:], "/"), Query: u.RawQuery}, nil
 }
 
 // TCURL is the tcUrl sent with connect.
-func (u URL) TCURL() string { return "rtmp://" + u.Host + "/" + u.App }
+func (u URL) TCURL() string {
+	if u.TLS {
+		return "rtmps://" + u.Host + "/" + u.App
+	}
+	return "rtmp://" + u.Host + "/" + u.App
+}
 
 // ClientConn is the client side of an RTMP connection: connect, create a
 // stream, play or publish. Until Play/Publish returns, responses are read
@@ -60,7 +71,14 @@ func Dial(ctx context.Context, u URL, cfg ConnConfig, log *slog.Logger) (*Client
 	cfg = cfg.WithDefaults()
 	dctx, cancel := context.WithTimeout(ctx, cfg.HandshakeTimeout)
 	defer cancel()
-	nc, err := d.DialContext(dctx, "tcp", u.Host)
+	var nc net.Conn
+	var err error
+	if u.TLS {
+		td := tls.Dialer{NetDialer: &d, Config: cfg.TLS}
+		nc, err = td.DialContext(dctx, "tcp", u.Host)
+	} else {
+		nc, err = d.DialContext(dctx, "tcp", u.Host)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package rtmp
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -53,6 +54,9 @@ type ConnConfig struct {
 	// ConnectProps are extra properties a client sends in its connect
 	// command object (a relay marks itself so upstreams treat it as one).
 	ConnectProps map[string]any
+	// TLS configures the client side of rtmps:// connections (nil: the
+	// system's roots, server name from the URL).
+	TLS *tls.Config
 }
 
 // WithDefaults fills zero fields.
@@ -176,7 +180,11 @@ func newConn(nc net.Conn, cfg ConnConfig, log *slog.Logger) *Conn {
 		log = slog.Default()
 	}
 	if cfg.SendBuffer > 0 {
-		if tc, ok := nc.(*net.TCPConn); ok {
+		tcp := nc
+		if tc, ok := nc.(*tls.Conn); ok {
+			tcp = tc.NetConn() // RTMPS: the socket under TLS
+		}
+		if tc, ok := tcp.(*net.TCPConn); ok {
 			_ = tc.SetWriteBuffer(cfg.SendBuffer)
 		}
 	}

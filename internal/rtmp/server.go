@@ -382,6 +382,12 @@ func asStatus(err error, fallback string) Status {
 	return Status{Level: "error", Code: fallback, Description: err.Error()}
 }
 
+// withoutQuery is a stream name for the logs: its query (keys, tokens) cut off.
+func withoutQuery(raw string) string {
+	name, _, _ := strings.Cut(raw, "?")
+	return name
+}
+
 func (s *Session) streamRequest(cmd *Command) (*StreamRequest, error) {
 	raw := cmd.Arg(0)
 	if raw == "" || len(raw) > 1024 {
@@ -414,7 +420,7 @@ func (s *Session) publish(ctx context.Context, h Handler, cmd *Command) error {
 	if err != nil {
 		st := asStatus(err, CodePublishBadName)
 		s.Conn.cfg.Metrics.commandRefused("publish", st.Code)
-		s.Log.Info("publish refused", "stream", cmd.Arg(0), "code", st.Code, "reason", st.Description)
+		s.Log.Info("publish refused", "stream", withoutQuery(cmd.Arg(0)), "code", st.Code, "reason", st.Description)
 		_ = s.Conn.Send(StatusMessage(cmd.StreamID, st))
 		s.Conn.CloseAfterFlush(st)
 		return nil
@@ -445,7 +451,7 @@ func (s *Session) play(ctx context.Context, h Handler, cmd *Command) error {
 	if err != nil {
 		st := asStatus(err, CodePlayFailed)
 		s.Conn.cfg.Metrics.commandRefused("play", st.Code)
-		s.Log.Info("play refused", "stream", cmd.Arg(0), "code", st.Code, "reason", st.Description)
+		s.Log.Info("play refused", "stream", withoutQuery(cmd.Arg(0)), "code", st.Code, "reason", st.Description)
 		return s.Conn.Send(StatusMessage(cmd.StreamID, st))
 	}
 	s.Conn.cfg.Metrics.commandAccepted("play")

@@ -42,6 +42,8 @@ type Config struct {
 	Location string // location id in the graph
 	RTMP     string // host:port viewers play from
 	HTTP     string // host:port for HLS/DASH
+	RTMPS    string // host:port of RTMPS (optional)
+	HTTPS    string // host:port of HTTPS for HLS/DASH (optional)
 	// CapacityViewers and CapacityMbps are the soft limits (0: unlimited).
 	CapacityViewers int
 	CapacityMbps    float64
@@ -178,7 +180,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // Status builds the current status report.
 func (a *Agent) Status() bus.Status {
-	s := bus.Status{ID: a.cfg.ID, Location: a.cfg.Location, RTMP: a.cfg.RTMP, HTTP: a.cfg.HTTP,
+	s := bus.Status{ID: a.cfg.ID, Location: a.cfg.Location, RTMP: a.cfg.RTMP, HTTP: a.cfg.HTTP, RTMPS: a.cfg.RTMPS, HTTPS: a.cfg.HTTPS,
 		CapacityViewers: a.cfg.CapacityViewers, CapacityMbps: a.cfg.CapacityMbps,
 		Draining: a.draining.Load(), Time: time.Now().UTC()}
 	streams := a.stats()

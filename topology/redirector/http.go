@@ -15,10 +15,12 @@ import (
 	"github.com/relaymesh/relaymesh/topology/placement"
 )
 
-// TokenCookie and TokenParam carry the sticky token.
+// TokenCookie and TokenParam carry the sticky token (to the redirector);
+// PlayParam carries the play token (to the relay, on the Location).
 const (
 	TokenCookie = "relaymesh_sticky"
 	TokenParam  = "token"
+	PlayParam   = "token"
 )
 
 // Choice is the JSON answer of /play with Accept: application/json.
@@ -30,6 +32,9 @@ type Choice struct {
 	URL      string  `json:"url"`
 	Token    string  `json:"token,omitempty"`
 	Viewer   string  `json:"viewer_location,omitempty"`
+	// PlayToken is the play token already in URL: ?token= for RTMP, the
+	// /t/TOKEN/ directory for HLS and DASH (see Config.PlayToken).
+	PlayToken string `json:"play_token,omitempty"`
 }
 
 // Handler serves /play/{app}/{name} and /api/v1/mesh.
@@ -174,12 +179,13 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 		if proto == "dash" {
 			path = "/dash/" + app + "/" + name + "/manifest.mpd"
 		}
-		target := strings.TrimRight(r.cfg.OverflowURL, "/") + path
+		pt := r.playToken(app, name)
+		target := strings.TrimRight(r.cfg.OverflowURL, "/") + withPlayToken(path, pt)
 		r.answers.overflow.Add(1)
 		w.Header().Set("Cache-Control", "no-store")
 		if strings.Contains(req.Header.Get("Accept"), "application/json") {
 			writeJSON(w, http.StatusOK, Choice{Relay: "overflow", Distance: -1, Reason: "every server is at capacity: external CDN",
-				URL: target, Viewer: viewerLoc})
+				URL: target, Viewer: viewerLoc, PlayToken: pt})
 			return
 		}
 		http.Redirect(w, req, target, http.StatusFound)
@@ -197,14 +203,30 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 	r.answers.placed(res.Reason)
 	srv := r.mesh.Server(res.Server)
 	rtmpAddr, httpAddr := r.addrs(res.Server)
-	var target string
+	rtmpScheme, httpScheme := "rtmp", "http"
+	if r.wantTLS(req) {
+		rtmpsAddr, httpsAddr := r.tlsAddrs(res.Server)
+		if rtmpsAddr != "" {
+			rtmpAddr, rtmpScheme = rtmpsAddr, "rtmps"
+		}
+		if httpsAddr != "" {
+			httpAddr, httpScheme = httpsAddr, "https"
+		}
+	}
+	var target, path string
 	switch proto {
 	case "rtmp":
-		target = "rtmp://" + rtmpAddr + "/" + app + "/" + name
+		target = rtmpScheme + "://" + rtmpAddr + "/" + app + "/" + name
 	case "hls":
-		target = "http://" + httpAddr + "/hls/" + app + "/" + name + "/index.m3u8"
+		path = "/hls/" + app + "/" + name + "/index.m3u8"
 	case "dash":
-		target = "http://" + httpAddr + "/dash/" + app + "/" + name + "/manifest.mpd"
+		path = "/dash/" + app + "/" + name + "/manifest.mpd"
+	}
+	pt := r.playToken(app, name)
+	if proto == "rtmp" {
+		target = withPlayToken(target, pt)
+	} else {
+		target = httpScheme + "://" + httpAddr + withPlayToken(path, pt)
 	}
 	token, err := placement.Sign(r.cfg.TokenKey, placement.Claims{Server: srv.ID, Stream: stream, Expires: now.Add(r.cfg.TokenTTL)})
 	if err == nil {
@@ -220,10 +242,33 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 			dist = -1
 		}
 		writeJSON(w, http.StatusOK, Choice{Relay: srv.ID, Location: srv.Location, Distance: dist, Reason: res.Reason.String(),
-			URL: target, Token: token, Viewer: viewerLoc})
+			URL: target, Token: token, Viewer: viewerLoc, PlayToken: pt})
 		return
 	}
 	http.Redirect(w, req, target, http.StatusFound)
+}
+
+func (r *Redirector) playToken(app, name string) string {
+	if r.cfg.PlayToken == nil {
+		return ""
+	}
+	return r.cfg.PlayToken(app, name)
+}
+
+// withPlayToken adds the play token to an RTMP URL as ?token=, and to an
+// HLS/DASH path (/hls/APP/NAME/index.m3u8) as the directory
+// /hls/APP/NAME/t/TOKEN/index.m3u8, where the relays look for it: the
+// playlists' relative URIs then carry it to every playlist, part and
+// segment (players resolve them against the path; the query is dropped).
+func withPlayToken(target, pt string) string {
+	if pt == "" {
+		return target
+	}
+	if strings.HasPrefix(target, "/") {
+		dir, file := target[:strings.LastIndexByte(target, '/')], target[strings.LastIndexByte(target, '/')+1:]
+		return dir + "/t/" + pt + "/" + file
+	}
+	return target + "?" + PlayParam + "=" + pt
 }
 
 // distTo is the graph distance from v to server id's location.
@@ -254,6 +299,37 @@ func (r *Redirector) addrs(id placement.ServerID) (rtmpAddr, httpAddr string) {
 	}
 	r.mu.RUnlock()
 	return rtmpAddr, httpAddr
+}
+
+// wantTLS reports whether the viewer should be sent to RTMPS/HTTPS (where
+// the server reports such a listener): ?tls=1, or ?tls absent and the
+// request came over HTTPS (directly, or per X-Forwarded-Proto from a
+// trusted proxy), so a page served over HTTPS gets HTTPS playlists.
+func (r *Redirector) wantTLS(req *http.Request) bool {
+	switch req.URL.Query().Get("tls") {
+	case "1", "true":
+		return true
+	case "0", "false":
+		return false
+	}
+	if req.TLS != nil {
+		return true
+	}
+	if ap, err := netip.ParseAddrPort(req.RemoteAddr); err == nil && r.trusted(ap.Addr().Unmap()) {
+		return strings.EqualFold(req.Header.Get("X-Forwarded-Proto"), "https")
+	}
+	return false
+}
+
+// tlsAddrs returns where a server serves RTMPS and HTTPS ("" for none), as
+// it reports them.
+func (r *Redirector) tlsAddrs(id placement.ServerID) (rtmpsAddr, httpsAddr string) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if rs := r.relays[id]; rs != nil {
+		return rs.status.RTMPS, rs.status.HTTPS
+	}
+	return "", ""
 }
 
 // MeshRelay is one server in the mesh API.

@@ -77,6 +77,11 @@ type Config struct {
 	// path (/hls/APP/NAME/index.m3u8, /dash/APP/NAME/manifest.mpd) instead
 	// of being told to retry later. RTMP viewers cannot spill over.
 	OverflowURL string
+	// PlayToken, when set, signs the play token of app/name that the
+	// redirect carries (?token= on an RTMP Location, /t/TOKEN/ in an HLS or
+	// DASH one, "play_token" in JSON), for relays that protect the
+	// application; "" issues none.
+	PlayToken func(app, name string) string
 }
 
 type relayState struct {

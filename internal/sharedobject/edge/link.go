@@ -123,7 +123,8 @@ func (l *link) run(ctx context.Context) {
 func (l *link) once(ctx context.Context) bool {
 	cfg := l.r.cfg.Conn
 	cfg.ConnectProps = map[string]any{rtmp.RelayMarker: l.r.cfg.RelayID, rpc.PropScope: true}
-	u := rtmp.URL{Host: l.r.upstreamHost(), App: l.scope}
+	host, tls := l.r.upstreamHost()
+	u := rtmp.URL{Host: host, TLS: tls, App: l.scope}
 	cc, err := rtmp.Dial(ctx, u, cfg, l.log)
 	if err != nil {
 		l.log.Info("scope link: upstream unreachable", "upstream", u.Host, "err", err)

@@ -85,6 +85,7 @@ type Relay struct {
 
 	mu    sync.Mutex
 	host  string // upstream host:port
+	tls   bool   // rtmps upstream
 	links map[string]*link
 }
 
@@ -118,15 +119,15 @@ func (r *Relay) SetUpstream(raw string) error {
 		return fmt.Errorf("edge: upstream url: %w", err)
 	}
 	r.mu.Lock()
-	r.host = u.Host
+	r.host, r.tls = u.Host, u.TLS
 	r.mu.Unlock()
 	return nil
 }
 
-func (r *Relay) upstreamHost() string {
+func (r *Relay) upstreamHost() (string, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.host
+	return r.host, r.tls
 }
 
 // Connected registers a connection at connect (relay.Sessions): a client

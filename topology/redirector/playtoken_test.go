@@ -1,0 +1,82 @@
+package redirector
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/internal/playtoken"
+)
+
+// With a play token signer the redirect carries the stream's token: ?token=
+// for RTMP, the /t/TOKEN/ directory for HLS and DASH.
+func TestRedirectCarriesPlayToken(t *testing.T) {
+	secret := []byte("play")
+	r := newTest(t, nil, Config{DevIP: true, PlayToken: func(app, name string) string {
+		return playtoken.Sign(secret, app, name, time.Now().Add(time.Minute))
+	}})
+	h := r.Handler()
+	v := &playtoken.Verifier{Secrets: [][]byte{secret}}
+	for _, proto := range []string{"rtmp", "hls", "dash"} {
+		w := get(t, h, "/play/live/cam?proto="+proto+"&ip=198.51.100.7", nil)
+		loc := w.Header().Get("Location")
+		base, tok, ok := strings.Cut(loc, "?"+PlayParam+"=")
+		if proto != "rtmp" {
+			var rest string
+			base, rest, ok = strings.Cut(loc, "/t/")
+			tok, _, _ = strings.Cut(rest, "/")
+			ok = ok && (strings.HasSuffix(loc, "/"+tok+"/index.m3u8") || strings.HasSuffix(loc, "/"+tok+"/manifest.mpd"))
+		}
+		if w.Code != http.StatusFound || !ok || strings.Contains(base, "?") {
+			t.Fatalf("%s: %d %q", proto, w.Code, loc)
+		}
+		if err := v.Verify(tok, "live", "cam"); err != nil {
+			t.Fatalf("%s: token %v", proto, err)
+		}
+	}
+	if c := choice(t, h, "/play/live/cam?proto=hls&ip=198.51.100.7"); c.PlayToken == "" || !strings.HasSuffix(c.URL, "/hls/live/cam/t/"+c.PlayToken+"/index.m3u8") {
+		t.Fatalf("json: %+v", c)
+	}
+	// Without a signer: no token.
+	r = newTest(t, nil, Config{DevIP: true})
+	if loc := get(t, r.Handler(), "/play/live/cam?ip=198.51.100.7", nil).Header().Get("Location"); strings.Contains(loc, "token") {
+		t.Fatalf("token without signer: %q", loc)
+	}
+}
+
+// A server reporting RTMPS/HTTPS listeners gets viewers there when they ask
+// with ?tls=1 or come over HTTPS (or via a trusted proxy saying so).
+func TestRedirectToTLSListeners(t *testing.T) {
+	r := newTest(t, nil, Config{DevIP: true, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	r.onStatus(bus.Status{ID: "primary", RTMP: "127.0.0.1:1935", HTTP: "127.0.0.1:8080", RTMPS: "127.0.0.1:1943", HTTPS: "127.0.0.1:8443", Time: time.Now()})
+	h := r.Handler()
+	loc := func(q string, hdr map[string]string) string {
+		return get(t, h, "/play/live/cam?ip=198.51.100.7&"+q, hdr).Header().Get("Location")
+	}
+	if l := loc("proto=hls", nil); l != "http://127.0.0.1:8080/hls/live/cam/index.m3u8" {
+		t.Errorf("plain: %q", l)
+	}
+	if l := loc("proto=hls&tls=1", nil); l != "https://127.0.0.1:8443/hls/live/cam/index.m3u8" {
+		t.Errorf("tls=1: %q", l)
+	}
+	if l := loc("proto=rtmp&tls=1", nil); l != "rtmps://127.0.0.1:1943/live/cam" {
+		t.Errorf("rtmp tls=1: %q", l)
+	}
+	if l := loc("proto=dash", map[string]string{"X-Forwarded-Proto": "https"}); l != "https://127.0.0.1:8443/dash/live/cam/manifest.mpd" {
+		t.Errorf("forwarded https: %q", l)
+	}
+	if l := loc("proto=dash&tls=0", map[string]string{"X-Forwarded-Proto": "https"}); !strings.HasPrefix(l, "http://127.0.0.1:8080/") {
+		t.Errorf("tls=0: %q", l)
+	}
+	req := httptest.NewRequest("GET", "https://redirector/play/live/cam?ip=198.51.100.7&proto=hls", nil)
+	req.RemoteAddr = "192.0.2.1:5555"
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	if l := w.Header().Get("Location"); !strings.HasPrefix(l, "https://127.0.0.1:8443/") {
+		t.Errorf("request over TLS: %q", l)
+	}
+}
