@@ -13,6 +13,21 @@ import (
 // dashTimeScheme is the UTCTiming scheme of the packager's time endpoint.
 const dashTimeScheme = "urn:mpeg:dash:utc:http-iso:2014"
 
+// manifestDir is the directory the client asked for the manifest in, as it
+// sent it (r.RequestURI: a middleware in front, such as the play gate that
+// takes a token out of the path, changes only r.URL), so that relative
+// segment addresses keep what the path carried. It falls back to the
+// stream's own directory.
+func manifestDir(r *http.Request, app, name string) string {
+	own := "/dash/" + app + "/" + name + "/"
+	p, _, _ := strings.Cut(r.RequestURI, "?")
+	if !strings.HasPrefix(p, own) || !strings.HasSuffix(p, "/manifest.mpd") || len(p) > 1024 ||
+		strings.ContainsAny(p, "\\\"<>' \t\r\n") {
+		return own
+	}
+	return strings.TrimSuffix(p, "manifest.mpd")
+}
+
 // baseURL is the scheme and host clients reach the packager at: the
 // configured PublicBaseURL, else the request's X-Forwarded-Proto and
 // X-Forwarded-Host (a reverse proxy in front) or its own scheme and Host.
@@ -77,7 +92,7 @@ func dur(d time.Duration) *m.Duration { return m.Ptr(m.Duration(d)) }
 // this node (base is its scheme and host): a player that reached the
 // manifest through a redirect (the redirector's /play answers 302) resolves
 // the segment URLs against this node, not against the redirector.
-func (st *stream) manifest(base string) ([]byte, error) {
+func (st *stream) manifest(base, dir string) ([]byte, error) {
 	segs := st.seg.complete()
 	segMin := st.p.cfg.SegmentMinDuration
 	ast := st.ast
@@ -105,7 +120,7 @@ func (st *stream) manifest(base string) ([]byte, error) {
 		mpd.SuggestedPresentationDelay = dur(max(3*segMin, 2*st.segMax))
 		mpd.UTCTimings = []*m.DescriptorType{{SchemeIdUri: dashTimeScheme, Value: base + "/dash/time"}}
 	}
-	mpd.BaseURL = []*m.BaseURLType{{Value: m.AnyURI(base + "/dash/" + st.app + "/" + st.name + "/")}}
+	mpd.BaseURL = []*m.BaseURLType{{Value: m.AnyURI(base + dir)}}
 	if st.lowLatency() {
 		// The latency players aim for (dash.js takes it as its target and
 		// catches up by playback rate): a second and a half behind the
@@ -128,7 +143,7 @@ func (st *stream) manifest(base string) ([]byte, error) {
 		mpd.AppendPeriod(st.period(segs[k].sess, segs[k:j]))
 		k = j
 	}
-	st.steerMPD(mpd, base) // steering.go
+	st.steerMPD(mpd, base+dir) // steering.go
 	var buf bytes.Buffer
 	if _, err := mpd.Write(&buf, "  ", true); err != nil {
 		return nil, err

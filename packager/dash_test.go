@@ -3,6 +3,7 @@ package packager
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestManifestPeriodPerSession(t *testing.T) {
 
 	periods := func() []*m.Period {
 		t.Helper()
-		b, err := st.manifest("http://relay.example")
+		b, err := st.manifest("http://relay.example", "/dash/"+st.app+"/"+st.name+"/")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +133,7 @@ func TestLowLatencyManifest(t *testing.T) {
 			st.pushAll(synthGOPs(0, 4, true))          // segments 0-2 complete, 3 in progress
 			st.pushAll(synthGOPs(8000, 1, false)[:20]) // segment 3 complete, 4 in progress
 			parse := func() *m.MPD {
-				b, err := st.manifest("http://relay")
+				b, err := st.manifest("http://relay", "/dash/"+st.app+"/"+st.name+"/")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -194,7 +195,7 @@ func TestLowLatencyManifest(t *testing.T) {
 func TestLowLatencyDASHOptIn(t *testing.T) {
 	st := testStream(t, Config{})
 	st.pushAll(synthGOPs(0, 4, true))
-	b, err := st.manifest("http://relay")
+	b, err := st.manifest("http://relay", "/dash/"+st.app+"/"+st.name+"/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,4 +235,24 @@ func FuzzBaseURL(f *testing.F) {
 			t.Fatalf("base %q from Host %q, X-Forwarded-Host %q, X-Forwarded-Proto %q", base, host, fwdHost, fwdProto)
 		}
 	})
+}
+
+// The manifest's BaseURL keeps the directory the client asked in (a token
+// in the path, taken out by a middleware before the packager), and only
+// that: anything else falls back to the stream's own directory.
+func TestManifestDirKeepsRequestPath(t *testing.T) {
+	for _, c := range []struct{ uri, want string }{
+		{"/dash/live/cam/manifest.mpd", "/dash/live/cam/"},
+		{"/dash/live/cam/t/1700000000.abc_DEF-1/manifest.mpd?x=1", "/dash/live/cam/t/1700000000.abc_DEF-1/"},
+		{"/dash/live/other/manifest.mpd", "/dash/live/cam/"},
+		{"/dash/live/cam/t/x/segment.m4s", "/dash/live/cam/"},
+		{"/dash/live/cam/t/a\"b/manifest.mpd", "/dash/live/cam/"},
+		{"", "/dash/live/cam/"},
+	} {
+		r := httptest.NewRequest("GET", "/dash/live/cam/manifest.mpd", nil)
+		r.RequestURI = c.uri
+		if got := manifestDir(r, "live", "cam"); got != c.want {
+			t.Errorf("%q: %q, want %q", c.uri, got, c.want)
+		}
+	}
 }

@@ -77,7 +77,7 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 	case fileMedia:
 		key = req.rend.String() + ".m3u8"
 	case fileManifest:
-		key, kind, ctype = "manifest.mpd|"+st.p.baseURL(r), "dash", ctypeMPD
+		key, kind, ctype = "manifest.mpd|"+st.p.baseURL(r)+manifestDir(r, st.app, st.name), "dash", ctypeMPD
 	}
 	out, err := st.render(key, kind, func() ([]byte, error) {
 		switch req.kind {
@@ -86,7 +86,7 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 		case fileMedia:
 			return st.mediaPlaylist(req.rend)
 		}
-		return st.manifest(st.p.baseURL(r))
+		return st.manifest(st.p.baseURL(r), manifestDir(r, st.app, st.name))
 	})
 	var body []byte
 	var etag string

@@ -103,13 +103,12 @@ func (st *stream) steerHLS(body []byte, err error) ([]byte, error) {
 }
 
 // steerMPD adds content steering to an MPD being rendered for clients
-// that reach the packager at base.
-func (st *stream) steerMPD(mpd *m.MPD, base string) {
+// that reach the stream's directory at dir (scheme, host and path).
+func (st *stream) steerMPD(mpd *m.MPD, dir string) {
 	s := st.p.steeringFor(st.app, st.name)
 	if s == nil || s.DASH == "" {
 		return
 	}
-	dir := base + "/dash/" + st.app + "/" + st.name + "/"
 	if len(mpd.BaseURL) == 0 {
 		mpd.BaseURL = append(mpd.BaseURL, &m.BaseURLType{Value: m.AnyURI(dir)})
 	}
