@@ -121,19 +121,44 @@ func BenchmarkGzipPlaylist(b *testing.B) {
 	}
 }
 
-// FuzzAcceptsGzip: any Accept-Encoding header is read without panicking, and
-// a header that names gzip alone, without a weight, always accepts it.
+// FuzzAcceptsGzip checks properties of the Accept-Encoding reader on any
+// header: the order of its entries does not matter (two halves swapped, or
+// sent as two header lines, read the same), codings other than gzip and *
+// change nothing, a gzip entry without weight is always honoured, and an
+// explicit gzip;q=0 refuses unless another gzip entry allows it.
 func FuzzAcceptsGzip(f *testing.F) {
-	for _, s := range []string{"gzip, deflate, br, zstd", "br;q=1.0, gzip;q=0.8, *;q=0.1", "*;q=0", "gzip;q=", ";;,,;q=0.5"} {
+	for _, s := range []string{"gzip, deflate, br, zstd", "br;q=1.0, gzip;q=0.8, *;q=0.1", "*;q=0", "gzip;q=", ";;,,;q=0.5",
+		"x-gzip;q=0.001", "GZIP ; Q = 0", "*, gzip;q=0"} {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, h string) {
+	accepts := func(values ...string) bool {
 		r, _ := http.NewRequest("GET", "/", nil)
-		r.Header.Set("Accept-Encoding", h)
-		acceptsGzip(r)
-		r.Header.Set("Accept-Encoding", "gzip")
-		if !acceptsGzip(r) {
-			t.Fatal("plain gzip refused")
+		for _, v := range values {
+			r.Header.Add("Accept-Encoding", v)
+		}
+		return acceptsGzip(r)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		if len(h) > maxAcceptEncoding/2-32 {
+			return // the properties below join two copies; the bound refuses long headers on purpose
+		}
+		got := accepts(h)
+		if a, b, ok := strings.Cut(h, ","); ok {
+			if accepts(b+","+a) != got {
+				t.Fatalf("%q: order of entries changes the answer", h)
+			}
+			if accepts(a, b) != got {
+				t.Fatalf("%q: two header lines read differently from one", h)
+			}
+		}
+		if accepts(h+", br;q=0.9, identity") != got {
+			t.Fatalf("%q: unrelated codings change the answer", h)
+		}
+		if !accepts(h + ", gzip") {
+			t.Fatalf("%q, gzip: refused", h)
+		}
+		if accepts(h+", gzip;q=0") && !got {
+			t.Fatalf("%q: gzip;q=0 made it accept", h)
 		}
 	})
 }
