@@ -137,9 +137,12 @@ func (h *Hub) endLocked() {
 	h.fanout(av.NewEvent(av.EventUnpublish, h.lastTS), h.lastTS, 0)
 }
 
-// Write adds one frame of the current session: it copies payload, classifies
-// it (with the NAL length size of the session's AVC sequence header), queues
-// it for every subscriber and returns; it never blocks on a subscriber.
+// Write adds one frame of the current session: it takes payload over (the
+// caller must not modify it afterwards: the RTMP chunk reader hands over a
+// fresh buffer per message, so nothing is copied on the way to the
+// viewers), classifies it (with the NAL length size of the session's AVC
+// sequence header), queues it for every subscriber and returns; it never
+// blocks on a subscriber.
 // Frames outside a session (before Begin, after End) and kinds other than
 // audio, video and data are ignored.
 func (h *Hub) Write(kind av.Kind, ts uint32, payload []byte) {
@@ -157,7 +160,7 @@ func (h *Hub) Write(kind av.Kind, ts uint32, payload []byte) {
 			h.nalLen = n
 		}
 	}
-	f := av.New(kind, ts, payload, h.nalLen)
+	f := av.Wrap(kind, ts, payload, h.nalLen)
 	switch {
 	case f.SeqHeader && kind == av.KindVideo:
 		h.vseq = f
