@@ -26,6 +26,7 @@ func hubConfig(c config.Hub, r config.RTMP) hub.Config {
 		SlowViewerTimeout: c.SlowViewerTimeout,
 		GOPCacheMaxFrames: c.GOPCacheMaxFrames,
 		GOPCacheMaxBytes:  c.GOPCacheMaxBytes,
+		MetricsStreams:    c.MetricsStreams,
 	}.WithDefaults()
 }
 
