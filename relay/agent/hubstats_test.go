@@ -41,7 +41,7 @@ func TestStatsCountEveryProtocol(t *testing.T) {
 	}
 	// The metric shows the same figures, every protocol of a stream.
 	pr := prometheus.NewRegistry()
-	pr.MustRegister(ViewersCollector(stats))
+	pr.MustRegister(ViewersCollector(stats, nil))
 	mfs, err := pr.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -99,5 +99,50 @@ func TestStatsCarryStreamDetails(t *testing.T) {
 	st := got[0]
 	if st.VideoCodec != "h264" || st.AudioCodec != "aac" || st.Width != 640 || st.Height != 360 || st.BitrateKbps <= 0 {
 		t.Errorf("details: %+v", st)
+	}
+}
+
+// TestViewersKeepTheLabelBound: with the hub's labels, streams beyond the
+// bound (and HTTP-only streams without a hub) share stream="_other",
+// their viewers summed.
+func TestViewersKeepTheLabelBound(t *testing.T) {
+	reg := hub.NewRegistry(hub.Config{MetricsStreams: 1}, nil)
+	for _, n := range []string{"a", "b", "c"} {
+		h := reg.Acquire("live", n)
+		defer h.Release()
+		v := h.Subscribe(hub.SubscribeOptions{ID: "v-" + n})
+		defer v.Close()
+	}
+	http := func() map[string][]bus.ProtocolLoad {
+		return map[string][]bus.ProtocolLoad{"live/d": {{Protocol: bus.ProtoHLS, Viewers: 2}}}
+	}
+	pr := prometheus.NewRegistry()
+	pr.MustRegister(ViewersCollector(Stats(reg, http), reg.StreamLabels))
+	mfs, err := pr.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "relaymesh_viewers" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var k []string
+			for _, l := range m.GetLabel() {
+				k = append(k, l.GetValue())
+			}
+			seen[strings.Join(k, "/")] = m.GetGauge().GetValue()
+		}
+	}
+	// Labels sort as app, protocol, stream.
+	want := map[string]float64{"live/rtmp/a": 1, "live/rtmp/_other": 2, "live/hls/_other": 2, "live/hls/a": 0}
+	for k, w := range want {
+		if seen[k] != w {
+			t.Errorf("%s = %v, want %v (all: %v)", k, seen[k], w, seen)
+		}
+	}
+	if len(seen) != 6 {
+		t.Errorf("%d series, want 6 (two label pairs × three protocols): %v", len(seen), seen)
 	}
 }

@@ -229,3 +229,19 @@ type dropClass struct {
 func dropClasses(d DropCounts) [4]dropClass {
 	return [4]dropClass{{"disposable", d.Disposable}, {"inter", d.Inter}, {"key", d.Key}, {"audio", d.Audio}}
 }
+
+// StreamLabels returns the app and stream labels the per-stream series of
+// app/name carry: its own, or those of the "_other" it is summed under (a
+// stream without a hub too). Other per-stream metrics use it to keep to the
+// same bound.
+func (r *Registry) StreamLabels(app, name string) (string, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h := r.hubs[key(app, name)]; h != nil && h.labelled {
+		return app, name
+	}
+	if _, ok := r.other[app]; ok || len(r.other) < r.cfg.MetricsStreams {
+		return app, otherStream
+	}
+	return otherStream, otherStream
+}
