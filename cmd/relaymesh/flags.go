@@ -190,6 +190,7 @@ func bindNode(c *cmdFlags) {
 	c.String(&cfg.HTTP.Listen, "http", "http.listen", "HTTP listen address for /healthz, /metrics, /api/v1/streams, /hls/, /dash/")
 	bindLog(c)
 	c.Bool(&cfg.HTTP.Pprof, "pprof", "http.pprof", "serve /debug/pprof/ on the HTTP listener")
+	c.Int(&cfg.Hub.MetricsStreams, "metrics-streams", "hub.metrics_streams", "streams with their own app/stream labels on the relaymesh_stream_* metrics; the others share stream=\"_other\" (negative: none)")
 	c.String(&cfg.HLS.SteeringURL, "steering-url", "hls.steering_url", "base URL of the redirector for HLS/DASH content steering (e.g. http://play.example.net; default: none)")
 	bindSecure(c) // play authorization, hooks, the admin API, TLS (secure.go)
 }

@@ -26,6 +26,7 @@ func hubConfig(c config.Hub, r config.RTMP) hub.Config {
 		SlowViewerTimeout: c.SlowViewerTimeout,
 		GOPCacheMaxFrames: c.GOPCacheMaxFrames,
 		GOPCacheMaxBytes:  c.GOPCacheMaxBytes,
+		MetricsStreams:    c.MetricsStreams,
 	}.WithDefaults()
 }
 
@@ -134,7 +135,7 @@ func newNodeOn(cfg config.Config, log *slog.Logger, rtmpLn, httpLn net.Listener)
 		panic("relaymesh: hub metrics: " + err.Error()) // a fresh registry: names collide only by a bug
 	}
 	n.http.Mux.Handle("GET /api/v1/streams", relay.StreamsHandler(n.hubs, n.httpAudience))
-	if err := n.http.Registry.Register(agent.ViewersCollector(n.stats())); err != nil {
+	if err := n.http.Registry.Register(agent.ViewersCollector(n.stats(), n.hubs.StreamLabels)); err != nil {
 		panic("relaymesh: viewer metrics: " + err.Error()) // a fresh registry: names collide only by a bug
 	}
 	// Primaries serve HLS/DASH of what is published here; a relay replaces

@@ -48,6 +48,12 @@ type StreamStatus struct {
 	Live      bool           `json:"live"`                // media is flowing
 	Held      bool           `json:"held,omitempty"`      // kept open by an orchestrator command
 	Protocols []ProtocolLoad `json:"protocols,omitempty"` // by protocol, when any has viewers
+	// What the server's hub knows of the live stream (for the dashboard).
+	VideoCodec  string `json:"video_codec,omitempty"` // "h264", "hevc", …
+	AudioCodec  string `json:"audio_codec,omitempty"` // "aac", "mp3", …
+	Width       int    `json:"width,omitempty"`
+	Height      int    `json:"height,omitempty"`
+	BitrateKbps int    `json:"bitrate_kbps,omitempty"` // ingest, over the last seconds of media time
 }
 
 // ProtocolLoad is the share of one protocol in a StreamStatus.

@@ -229,6 +229,10 @@ type Hub struct {
 	SlowViewerTimeout time.Duration `yaml:"slow_viewer_timeout"` // a viewer losing even audio this long is closed (default 10s)
 	GOPCacheMaxFrames int           `yaml:"gop_cache_max_frames"`
 	GOPCacheMaxBytes  int           `yaml:"gop_cache_max_bytes"`
+	// MetricsStreams bounds the streams with their own app/stream labels on
+	// the relaymesh_stream_* metrics; the others share stream="_other"
+	// (default 100; negative: none).
+	MetricsStreams int `yaml:"metrics_streams"`
 }
 
 // Publish configures who may publish on the primary.
@@ -312,6 +316,7 @@ func Default() Config {
 			SlowViewerTimeout: 10 * time.Second,
 			GOPCacheMaxFrames: 2500,
 			GOPCacheMaxBytes:  32 << 20,
+			MetricsStreams:    100,
 		},
 		Relay: Relay{Linger: 30 * time.Second},
 		HLS:   HLS{Format: "llhls", Linger: 30 * time.Second, SegmentMinDuration: time.Second, PartTarget: 200 * time.Millisecond, SegmentCount: 7},

@@ -35,7 +35,8 @@ func Stats(reg *hub.Registry, http HTTPFunc) StatsFunc {
 			seen[key] = true
 			// Outgoing bandwidth: every viewer receives about the stream's bitrate.
 			mbps := float64(in.BitrateKbps) / 1000 * float64(in.Viewers)
-			st := bus.StreamStatus{App: in.App, Name: in.Name, Viewers: in.Viewers, Mbps: mbps, Live: in.Live}
+			st := bus.StreamStatus{App: in.App, Name: in.Name, Viewers: in.Viewers, Mbps: mbps, Live: in.Live,
+				VideoCodec: in.VideoCodec, AudioCodec: in.AudioCodec, Width: in.Width, Height: in.Height, BitrateKbps: in.BitrateKbps}
 			if in.Viewers > 0 {
 				st.Protocols = append(st.Protocols, bus.ProtocolLoad{Protocol: bus.ProtoRTMP, Viewers: in.Viewers, Mbps: mbps})
 			}

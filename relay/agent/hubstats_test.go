@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/relaymesh/relaymesh/internal/av"
 	"github.com/relaymesh/relaymesh/internal/bus"
 	"github.com/relaymesh/relaymesh/relay/hub"
 )
@@ -40,7 +41,7 @@ func TestStatsCountEveryProtocol(t *testing.T) {
 	}
 	// The metric shows the same figures, every protocol of a stream.
 	pr := prometheus.NewRegistry()
-	pr.MustRegister(ViewersCollector(stats))
+	pr.MustRegister(ViewersCollector(stats, nil))
 	mfs, err := pr.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -70,5 +71,78 @@ func TestStatsCountEveryProtocol(t *testing.T) {
 	// Without HTTP the stats are the hub's.
 	if got := HubStats(reg)(); len(got) != 1 || got[0].Viewers != 1 {
 		t.Errorf("hub stats %+v", got)
+	}
+}
+
+// TestStatsCarryStreamDetails: a live stream's status names its codecs,
+// picture size and bitrate, as the hub knows them.
+func TestStatsCarryStreamDetails(t *testing.T) {
+	reg := hub.NewRegistry(hub.Config{}, nil)
+	h := reg.Acquire("live", "cam")
+	defer h.Release()
+	h.Begin(hub.PublisherInfo{})
+	defer h.End()
+	// AVC sequence header of a 640x360 stream, AAC sequence header.
+	h.Write(av.KindVideo, 0, []byte{0x17, 0, 0, 0, 0, 1, 0x4d, 0x40, 0x1e, 0xff, 0xe1, 0, 24,
+		0x67, 0x4d, 0x40, 0x1e, 0xec, 0xa0, 0x50, 0x17, 0xfc, 0xb8, 0x08, 0x80, 0x00, 0x00,
+		0x03, 0x00, 0x80, 0x00, 0x00, 0x19, 0x07, 0x8b, 0x16, 0xcb,
+		1, 0, 5, 0x68, 0xeb, 0xe3, 0xcb, 0x20})
+	h.Write(av.KindAudio, 0, []byte{0xaf, 0, 0x12, 0x10})
+	frame := append([]byte{0x27, 1, 0, 0, 0, 0, 0, 0x0f, 0xa0, 0x41}, make([]byte, 3999)...)
+	for i := 0; i < 10; i++ {
+		h.Write(av.KindVideo, uint32(i*500), frame)
+	}
+	got := HubStats(reg)()
+	if len(got) != 1 {
+		t.Fatalf("streams %+v", got)
+	}
+	st := got[0]
+	if st.VideoCodec != "h264" || st.AudioCodec != "aac" || st.Width != 640 || st.Height != 360 || st.BitrateKbps <= 0 {
+		t.Errorf("details: %+v", st)
+	}
+}
+
+// TestViewersKeepTheLabelBound: with the hub's labels, streams beyond the
+// bound (and HTTP-only streams without a hub) share stream="_other",
+// their viewers summed.
+func TestViewersKeepTheLabelBound(t *testing.T) {
+	reg := hub.NewRegistry(hub.Config{MetricsStreams: 1}, nil)
+	for _, n := range []string{"a", "b", "c"} {
+		h := reg.Acquire("live", n)
+		defer h.Release()
+		v := h.Subscribe(hub.SubscribeOptions{ID: "v-" + n})
+		defer v.Close()
+	}
+	http := func() map[string][]bus.ProtocolLoad {
+		return map[string][]bus.ProtocolLoad{"live/d": {{Protocol: bus.ProtoHLS, Viewers: 2}}}
+	}
+	pr := prometheus.NewRegistry()
+	pr.MustRegister(ViewersCollector(Stats(reg, http), reg.StreamLabels))
+	mfs, err := pr.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "relaymesh_viewers" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var k []string
+			for _, l := range m.GetLabel() {
+				k = append(k, l.GetValue())
+			}
+			seen[strings.Join(k, "/")] = m.GetGauge().GetValue()
+		}
+	}
+	// Labels sort as app, protocol, stream.
+	want := map[string]float64{"live/rtmp/a": 1, "live/rtmp/_other": 2, "live/hls/_other": 2, "live/hls/a": 0}
+	for k, w := range want {
+		if seen[k] != w {
+			t.Errorf("%s = %v, want %v (all: %v)", k, seen[k], w, seen)
+		}
+	}
+	if len(seen) != 6 {
+		t.Errorf("%d series, want 6 (two label pairs × three protocols): %v", len(seen), seen)
 	}
 }

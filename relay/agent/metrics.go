@@ -8,8 +8,16 @@ import (
 
 // ViewersCollector exports what stats reports at every scrape:
 // relaymesh_viewers{app,stream,protocol} and relaymesh_viewers_mbps, the
-// same figures the relay sends the control plane.
-func ViewersCollector(stats StatsFunc) prometheus.Collector { return viewersCollector{stats} }
+// same figures the relay sends the control plane. labels (nil: a stream's
+// own) maps a stream to the app and stream labels its series carry; streams
+// mapped to one pair are summed (hub.Registry.StreamLabels keeps these
+// metrics to the hub's per-stream label bound).
+func ViewersCollector(stats StatsFunc, labels LabelsFunc) prometheus.Collector {
+	return viewersCollector{stats, labels}
+}
+
+// LabelsFunc maps a stream to the app and stream labels of its series.
+type LabelsFunc func(app, name string) (string, string)
 
 var (
 	viewersDesc = prometheus.NewDesc("relaymesh_viewers",
@@ -20,7 +28,10 @@ var (
 		[]string{"app", "stream", "protocol"}, nil)
 )
 
-type viewersCollector struct{ stats StatsFunc }
+type viewersCollector struct {
+	stats  StatsFunc
+	labels LabelsFunc
+}
 
 func (c viewersCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- viewersDesc
@@ -28,15 +39,32 @@ func (c viewersCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c viewersCollector) Collect(ch chan<- prometheus.Metric) {
+	type pair struct{ app, stream string }
+	sums := map[pair]map[string]bus.ProtocolLoad{}
+	var order []pair
 	for _, st := range c.stats() {
-		// Every protocol of a stream the server carries, with viewers or not.
-		by := map[string]bus.ProtocolLoad{bus.ProtoRTMP: {}, bus.ProtoHLS: {}, bus.ProtoDASH: {}}
-		for _, p := range st.Protocols {
-			by[p.Protocol] = p
+		k := pair{st.App, st.Name}
+		if c.labels != nil {
+			k.app, k.stream = c.labels(st.App, st.Name)
 		}
-		for proto, p := range by {
-			ch <- prometheus.MustNewConstMetric(viewersDesc, prometheus.GaugeValue, float64(p.Viewers), st.App, st.Name, proto)
-			ch <- prometheus.MustNewConstMetric(viewersMbpsDesc, prometheus.GaugeValue, p.Mbps, st.App, st.Name, proto)
+		by := sums[k]
+		if by == nil {
+			// Every protocol of a stream the server carries, with viewers or not.
+			by = map[string]bus.ProtocolLoad{bus.ProtoRTMP: {}, bus.ProtoHLS: {}, bus.ProtoDASH: {}}
+			sums[k] = by
+			order = append(order, k)
+		}
+		for _, p := range st.Protocols {
+			s := by[p.Protocol]
+			s.Viewers += p.Viewers
+			s.Mbps += p.Mbps
+			by[p.Protocol] = s
+		}
+	}
+	for _, k := range order {
+		for proto, p := range sums[k] {
+			ch <- prometheus.MustNewConstMetric(viewersDesc, prometheus.GaugeValue, float64(p.Viewers), k.app, k.stream, proto)
+			ch <- prometheus.MustNewConstMetric(viewersMbpsDesc, prometheus.GaugeValue, p.Mbps, k.app, k.stream, proto)
 		}
 	}
 }

@@ -27,6 +27,11 @@ type Config struct {
 	// GOPCacheMaxBytes bounds the GOP cache in payload bytes. Default 32 MiB.
 	// Beyond either bound the cache is dropped until the next keyframe.
 	GOPCacheMaxBytes int
+	// MetricsStreams bounds the streams that get their own app/stream labels
+	// on the per-stream metrics (relaymesh_stream_*); the hubs beyond it are
+	// summed under stream="_other". Default 100; negative: no stream has its
+	// own labels.
+	MetricsStreams int
 }
 
 // Defaults used by WithDefaults.
@@ -37,9 +42,11 @@ const (
 	DefaultSlowViewerTimeout   = 10 * time.Second
 	DefaultGOPCacheMaxFrames   = 2500
 	DefaultGOPCacheMaxBytes    = 32 << 20
+	DefaultMetricsStreams      = 100
 )
 
-// WithDefaults returns c with every zero or negative field set to its default.
+// WithDefaults returns c with every zero or negative field set to its default
+// (MetricsStreams: only zero; negative means none).
 func (c Config) WithDefaults() Config {
 	if c.ViewerQueue <= 0 {
 		c.ViewerQueue = DefaultViewerQueue
@@ -58,6 +65,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.GOPCacheMaxBytes <= 0 {
 		c.GOPCacheMaxBytes = DefaultGOPCacheMaxBytes
+	}
+	if c.MetricsStreams == 0 {
+		c.MetricsStreams = DefaultMetricsStreams
 	}
 	return c
 }

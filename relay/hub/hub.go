@@ -54,15 +54,18 @@ type Hub struct {
 	rate             bitrate
 
 	framesIn uint64
+	bytesIn  uint64    // payload bytes written by publishers
 	retired  subTotals // counters of subscribers that have left
+	labelled bool      // has its own app/stream labels (metrics.go); guarded by reg.mu
 }
 
 // subTotals sums the counters of subscribers.
 type subTotals struct {
-	sent    uint64
-	dropped DropCounts
-	tooSlow uint64 // subscribers closed with ErrTooSlow
-	overflw uint64 // subscribers closed with ErrOverflow
+	sent      uint64
+	sentBytes uint64
+	dropped   DropCounts
+	tooSlow   uint64 // subscribers closed with ErrTooSlow
+	overflw   uint64 // subscribers closed with ErrOverflow
 }
 
 func newHub(reg *Registry, app, name string) *Hub {
@@ -174,6 +177,7 @@ func (h *Hub) Write(kind av.Kind, ts uint32, payload []byte) {
 	h.params.observe(f)
 	h.rate.add(ts, len(payload))
 	h.framesIn++
+	h.bytesIn += uint64(len(payload))
 	if !h.hasLast || int32(ts-h.lastTS) > 0 {
 		h.lastTS, h.hasLast = ts, true
 	}
@@ -246,6 +250,7 @@ func (h *Hub) retireLocked(s *Subscriber) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h.retired.sent += s.sent
+	h.retired.sentBytes += s.sentBytes
 	h.retired.dropped.add(s.dropped)
 	switch s.reason {
 	case ErrTooSlow:
@@ -333,6 +338,7 @@ func (h *Hub) totalsLocked() subTotals {
 	for _, s := range *h.subs.Load() {
 		s.mu.Lock()
 		t.sent += s.sent
+		t.sentBytes += s.sentBytes
 		t.dropped.add(s.dropped)
 		s.mu.Unlock()
 	}

@@ -12,10 +12,11 @@ type Registry struct {
 	log *slog.Logger
 	now func() int64 // wall clock in ms for frames' arrival times (tests replace it)
 
-	mu      sync.Mutex
-	hubs    map[string]*Hub
-	retired subTotals // counters of hubs that have left
-	inGone  uint64    // frames written into hubs that have left
+	mu            sync.Mutex
+	hubs          map[string]*Hub
+	retired       subTotals // counters of hubs that have left
+	inGone        uint64    // frames written into hubs that have left
+	streamMetrics           // per-stream label bound (metrics.go)
 }
 
 // NewRegistry returns an empty registry; cfg gets its defaults, a nil log
@@ -42,6 +43,7 @@ func (r *Registry) Acquire(app, name string) *Hub {
 	if h == nil {
 		h = newHub(r, app, name)
 		r.hubs[k] = h
+		r.labelLocked(h)
 	}
 	h.refs++
 	return h
@@ -107,4 +109,5 @@ func (r *Registry) removeIfIdleLocked(h *Hub) {
 	r.retired.tooSlow += t.tooSlow
 	r.retired.overflw += t.overflw
 	r.inGone += h.framesIn
+	r.unlabelLocked(h, t)
 }

@@ -81,10 +81,11 @@ type Subscriber struct {
 	behind      bool
 	behindSince uint32
 
-	sent    uint64
-	dropped DropCounts
-	err     error // set when closed: ErrClosed or the hub's reason
-	reason  error // the hub's reason (ErrTooSlow, ErrOverflow) or nil
+	sent      uint64
+	sentBytes uint64 // payload bytes of the frames sent
+	dropped   DropCounts
+	err       error // set when closed: ErrClosed or the hub's reason
+	reason    error // the hub's reason (ErrTooSlow, ErrOverflow) or nil
 
 	listed     bool // in the hub's subscriber list; guarded by hub.mu
 	joinedLive bool // the hub was live at Subscribe

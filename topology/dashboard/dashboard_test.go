@@ -73,7 +73,8 @@ func TestPageAndAssets(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
 		t.Fatalf("page: %s %s", resp.Status, resp.Header.Get("Content-Type"))
 	}
-	for _, want := range []string{"/dashboard/hls.min.js", "/dashboard/app.js", "/dashboard/style.css", `id="map"`} {
+	for _, want := range []string{"/dashboard/hls.min.js", "/dashboard/app.js", "/dashboard/style.css", `id="map"`,
+		`id="pause"`, "<th>codecs</th>", "<th>bitrate</th>"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)
 		}

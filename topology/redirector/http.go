@@ -355,6 +355,15 @@ type MeshStream struct {
 	// reports it (the primary too), in all and by protocol.
 	Viewers   int                `json:"viewers"`
 	Protocols []bus.ProtocolLoad `json:"protocols,omitempty"`
+	// Live: a server that is up reports media flowing. The details come
+	// from the primary's status (else a relay's): codecs, picture size and
+	// ingest bitrate.
+	Live        bool   `json:"live"`
+	VideoCodec  string `json:"video_codec,omitempty"`
+	AudioCodec  string `json:"audio_codec,omitempty"`
+	Width       int    `json:"width,omitempty"`
+	Height      int    `json:"height,omitempty"`
+	BitrateKbps int    `json:"bitrate_kbps,omitempty"`
 }
 
 // MeshPrimary is the primary in the mesh API.
@@ -407,6 +416,7 @@ func (r *Redirector) View() MeshView {
 		}
 		mv.Streams = append(mv.Streams, ms)
 	}
+	mv.Streams = r.addLiveStreams(mv.Streams)
 	r.mu.RUnlock()
 	sort.Slice(mv.Streams, func(i, j int) bool {
 		return mv.Streams[i].App+"/"+mv.Streams[i].Name < mv.Streams[j].App+"/"+mv.Streams[j].Name

@@ -1,5 +1,8 @@
 // relaymesh dashboard: draws /api/v1/graph once, then every "mesh" event of
 // /api/v1/events (the /api/v1/mesh view plus decisions). No build step.
+// The pause button (or ?paused=1 in the address) closes the event stream
+// after the snapshot on screen, so the page holds still to be read, printed
+// or captured; <body data-settled="true"> says it is drawn and idle.
 'use strict';
 (function () {
   const SVG = 'http://www.w3.org/2000/svg';
@@ -85,6 +88,16 @@
     return (ps || []).filter((p) => p.viewers > 0).map((p) => `${p.protocol} ${p.viewers}`).join(' · ');
   }
 
+  // codecs renders "h264 640×360 · aac".
+  function codecs(s) {
+    const v = s.video_codec ? s.video_codec + (s.width ? ` ${s.width}×${s.height}` : '') : '';
+    return [v, s.audio_codec || ''].filter(Boolean).join(' · ');
+  }
+  function bitrate(kbps) {
+    if (!kbps) return '';
+    return kbps >= 1000 ? (kbps / 1000).toFixed(1) + ' Mbit/s' : kbps + ' kbit/s';
+  }
+
   function tables(m) {
     const carried = {};
     for (const s of m.streams) for (const r of s.relays) (carried[r] = carried[r] || []).push(s.app + '/' + s.name);
@@ -93,7 +106,7 @@
       const frac = r.capacity ? r.viewers / r.capacity : 0;
       const load = document.createElement('td');
       load.append(bar(frac, frac >= 1 ? 'full' : frac >= 0.8 ? 'hot' : ''), ` ${r.viewers}/${r.capacity || '∞'}`);
-      tr.append(td(r.id), td(r.location), td(r.status), load, td(byProto(r.protocols)), td((carried[r.id] || []).join(', ')));
+      tr.append(td(r.id), td(r.location), td(r.status), load, td(byProto(r.protocols)), td((carried[r.id] || []).join(', '), 'list'));
       return tr;
     }));
     fill($('streams').tBodies[0], m.streams.map((s) => {
@@ -103,7 +116,9 @@
       b.textContent = 'play';
       b.onclick = () => { $('play-stream').value = name; play(); };
       const c = document.createElement('td'); c.appendChild(b);
-      tr.append(td(name), td(s.relays.join(', ') || '(opening)'), td(`${s.viewers || 0}` + (byProto(s.protocols) ? ` (${byProto(s.protocols)})` : '')), c);
+      const where = s.relays.join(', ') || (s.live ? 'primary only' : '(opening)');
+      tr.append(td(name), td(where, 'list'), td(`${s.viewers || 0}` + (byProto(s.protocols) ? ` (${byProto(s.protocols)})` : '')),
+        td(codecs(s)), td(bitrate(s.bitrate_kbps)), c);
       return tr;
     }));
     $('nostreams').hidden = m.streams.length > 0;
@@ -161,14 +176,34 @@
   }
   $('play-form').addEventListener('submit', (e) => { e.preventDefault(); play(); });
 
+  // Live updates, or paused: the event stream is closed after the snapshot
+  // on screen (the first one when the page opens with ?paused=1).
+  const params = new URLSearchParams(location.search);
+  let paused = params.has('paused') && params.get('paused') !== '0';
+  let es = null;
+  function setPaused(p) {
+    paused = p;
+    $('pause').textContent = p ? 'resume' : 'pause';
+    if (p && last) stop();
+    if (!p && !es) connect();
+  }
+  function stop() {
+    if (es) { es.close(); es = null; }
+    $('conn').textContent = 'paused'; $('conn').className = 'pill';
+    document.body.dataset.settled = 'true';
+  }
   function connect() {
-    const es = new EventSource('/api/v1/events');
+    delete document.body.dataset.settled;
+    es = new EventSource('/api/v1/events');
     es.addEventListener('mesh', (e) => {
       $('conn').textContent = 'live'; $('conn').className = 'pill on';
       try { render(JSON.parse(e.data)); } catch (err) { console.error(err); }
+      if (paused) stop();
     });
-    es.onerror = () => { $('conn').textContent = 'reconnecting…'; $('conn').className = 'pill off'; };
+    es.onerror = () => { if (es) { $('conn').textContent = 'reconnecting…'; $('conn').className = 'pill off'; } };
   }
+  $('pause').addEventListener('click', () => setPaused(!paused));
+  $('pause').textContent = paused ? 'resume' : 'pause';
 
   fetch('/api/v1/graph').then((r) => r.json()).then((g) => {
     graph = g; drawGraph(); if (last) render(last);
