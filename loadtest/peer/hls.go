@@ -3,6 +3,8 @@ package peer
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"time"
@@ -151,6 +153,14 @@ func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
 		return httpswarm.Run(ctx, httpswarm.Config{URL: url, Proto: httpswarm.HLS, Clients: n, Duration: d,
 			LowLatency: httpswarm.LLOff, Reload: cfg.Reload, Rendition: "top", PIDs: pids})
 	}
+	// Both servers must have a playlist before anyone is measured: nginx
+	// writes its first one after a pull and a whole fragment, later on a
+	// busy machine than any fixed warm-up allows.
+	for _, s := range servers {
+		if err := waitPlaylist(ctx, s.url, time.Minute); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
 	// Warm up: nginx's first fragments, relaymesh's pull and packager.
 	fmt.Fprintf(cfg.Progress, "warming up both servers (%s)\n", cfg.Warmup)
 	var wg sync.WaitGroup
@@ -229,4 +239,29 @@ func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
 		rep.PerAddedRatio = slope["relaymesh"] / slope["nginx-rtmp"]
 	}
 	return rep, nil
+}
+
+// waitPlaylist polls url until it answers 200, for at most limit.
+func waitPlaylist(ctx context.Context, url string, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	client := &http.Client{Timeout: 5 * time.Second}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no playlist at %s within %s", url, limit)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
