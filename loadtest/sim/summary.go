@@ -54,7 +54,7 @@ type Summary struct {
 	Score                      float64   `json:"score"`             // stretch with waiting counted at WaitPenalty
 	OracleScore                float64   `json:"oracle_score"`
 	RelaySeconds               float64   `json:"relay_seconds"`
-	RelaySecondsMinimum        float64   `json:"relay_seconds_minimum"` // what the oracle's placement needs at the high watermark
+	RelaySecondsMinimum        float64   `json:"relay_seconds_minimum"`        // what the oracle's placement needs at the high watermark
 	RelaySecondsPacked         float64   `json:"relay_seconds_minimum_packed"` // the same packed to 100 % of capacity
 	RelaySecondsVsMinimum      float64   `json:"relay_seconds_vs_minimum"`
 	Lifetimes                  Lifetimes `json:"relay_lifetimes"`
