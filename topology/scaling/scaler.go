@@ -514,6 +514,16 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 	g.pred.Add(now, total)
 	_, slope, accel := g.pred.Predict(s.cfg.Horizon)
 	pred := s.predict(g.pred)
+	if accel > 0 && g.pred.Len() > 2 {
+		// A group opens relays for the load at the horizon: extrapolate no
+		// faster than the load rose over the last two intervals. The
+		// quadratic fitted through the kink where a ramp starts has, at its
+		// end, about twice the ramp's slope, and relays opened for that
+		// load live at least MinLifetime.
+		if r := g.pred.Rise(2); r < slope {
+			pred = math.Min(pred, g.pred.Last()+math.Max(r, 0)*s.cfg.Horizon.Seconds())
+		}
+	}
 	want := math.Max(total, pred)
 	n := len(active)
 	if n == 0 {
