@@ -19,8 +19,15 @@ import (
 // and it never beats what any controller could do: it has no start-up
 // delays, no load reports and no stickiness. The relays its placement
 // needs — per (stream, location), the viewers left once the primary there
-// is full, over one server's capacity, rounded up — summed over time are
-// the offline minimum of relay-seconds.
+// is full, over one server's capacity at the scaling high watermark,
+// rounded up — summed over time are the offline minimum of relay-seconds.
+//
+// The watermark: a controller keeps every relay below High × capacity (the
+// headroom that absorbs growth while a new relay starts and the load
+// reports are a sample old), so a minimum that packed relays to 100 %
+// would ask it to run above its own target on average; the controller's
+// relays at the watermark alone cost 1/High (1.25×) of such a minimum. The
+// minimum at 100 % is still reported (RelaySecondsPacked).
 
 type oraclePair struct {
 	aud     int
@@ -45,12 +52,18 @@ type oracle struct {
 	// waiting viewer-seconds the oracle could not place, and relay-seconds
 	// its placement needs.
 	waitingVS, relaySeconds float64
+	// relaySecondsPacked: the same relays packed to 100 % of capacity.
+	packedSeconds float64
+	high          float64 // the scaling high watermark the minimum packs to
 	// the last sample's mean stretch and relays, for the timeline
 	lastStretch, lastRelays float64
 }
 
 func newOracle(r *run) *oracle {
-	o := &oracle{locs: make([]oracleLoc, r.table.NumDests())}
+	o := &oracle{locs: make([]oracleLoc, r.table.NumDests()), high: r.sc.Scaling.High}
+	if o.high <= 0 || o.high > 1 {
+		o.high = 0.8 // the scaling default
+	}
 	prim := r.g.Primary()
 	for i, s := range r.g.Servers() {
 		j := r.table.DestIndex(s.Vertex)
@@ -153,7 +166,7 @@ func (o *oracle) sample(r *run, dt float64) {
 		o.waitingVS += max(n, 0) * dt
 	}
 	prim := r.g.Primary()
-	relays := 0.0
+	relays, packed := 0.0, 0.0
 	for j, l := range o.locs {
 		primV, primK := 0.0, 0.0
 		if len(l.servers) > 0 && l.servers[0] == prim && !r.dead[prim] {
@@ -178,12 +191,15 @@ func (o *oracle) sample(r *run, dt float64) {
 				}
 				if math.IsInf(per, 1) || per <= 0 {
 					relays++
+					packed++
 				} else {
-					relays += math.Ceil(rest / per)
+					relays += math.Ceil(rest / math.Max(1, math.Floor(o.high*per)))
+					packed += math.Ceil(rest / per)
 				}
 			}
 		}
 	}
 	o.relaySeconds += relays * dt
+	o.packedSeconds += packed * dt
 	o.lastRelays = relays
 }

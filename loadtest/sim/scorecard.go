@@ -111,6 +111,9 @@ var scoreRows = []struct {
 	{"relay-seconds (÷ minimum)", func(s *Summary) string {
 		return fmt.Sprintf("%.0f (%.2f×)", s.RelaySeconds, s.RelaySecondsVsMinimum)
 	}},
+	{"offline minimum (packed to 100 %)", func(s *Summary) string {
+		return fmt.Sprintf("%.0f (%.0f)", s.RelaySecondsMinimum, s.RelaySecondsPacked)
+	}},
 	{"relays opened / peak", func(s *Summary) string { return fmt.Sprintf("%d / %d", s.RelaysOpened, s.RelaysPeak) }},
 	{"closed <1m / 1-5m / 5-15m / >15m", func(s *Summary) string {
 		l := s.Lifetimes

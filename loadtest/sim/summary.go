@@ -54,7 +54,8 @@ type Summary struct {
 	Score                      float64   `json:"score"`             // stretch with waiting counted at WaitPenalty
 	OracleScore                float64   `json:"oracle_score"`
 	RelaySeconds               float64   `json:"relay_seconds"`
-	RelaySecondsMinimum        float64   `json:"relay_seconds_minimum"` // what the oracle's placement needs
+	RelaySecondsMinimum        float64   `json:"relay_seconds_minimum"`        // what the oracle's placement needs at the high watermark
+	RelaySecondsPacked         float64   `json:"relay_seconds_minimum_packed"` // the same packed to 100 % of capacity
 	RelaySecondsVsMinimum      float64   `json:"relay_seconds_vs_minimum"`
 	Lifetimes                  Lifetimes `json:"relay_lifetimes"`
 }
@@ -131,7 +132,7 @@ relays
   peak / at end              %d / %d
   by lifetime                <1m %d, 1-5m %d, 5-15m %d, >15m %d, open at end %d
   oscillations (<5 min)      %d
-  relay-seconds              %.0f  (offline minimum %.0f: %.3f×)
+  relay-seconds              %.0f  (offline minimum %.0f: %.3f×; %.0f packed to 100 %%)
 load
   peak utilisation           %.1f %%
   relay-seconds over cap.    %.0f
@@ -144,7 +145,7 @@ distance stretch (assigned / best possible, per viewer-second)
 		s.ViewersMoved, s.ViewersMigrated, s.ViewersReplaced, s.ViewersShed, s.ViewersLost, s.ViewersMovedNearer, s.ViewersChurned,
 		s.RelaysOpened, s.RelaysOpenedByDemand, s.RelaysOpenedInReserve, s.RelaysClosed, s.RelaysLost, s.RelaysPeak, s.RelaysAtEnd,
 		s.Lifetimes.Under1m, s.Lifetimes.Under5m, s.Lifetimes.Under15m, s.Lifetimes.Over15m, s.Lifetimes.OpenAtEnd,
-		s.Oscillations, s.RelaySeconds, s.RelaySecondsMinimum, s.RelaySecondsVsMinimum,
+		s.Oscillations, s.RelaySeconds, s.RelaySecondsMinimum, s.RelaySecondsVsMinimum, s.RelaySecondsPacked,
 		s.PeakUtilization*100, s.RelaySecondsOverCapacity,
 		s.MeanDistanceStretch, s.P99DistanceStretch, s.OracleMeanStretch, s.OracleP99Stretch, s.StretchVsOracle,
 		WaitPenalty, s.Score, s.OracleScore)

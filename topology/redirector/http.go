@@ -35,6 +35,9 @@ type Choice struct {
 	// PlayToken is the play token already in URL: ?token= for RTMP, the
 	// /t/TOKEN/ directory for HLS and DASH (see Config.PlayToken).
 	PlayToken string `json:"play_token,omitempty"`
+	// Provisional: a relay of the stream nearer to the viewer is starting;
+	// the token holds the viewer here only until that relay serves.
+	Provisional bool `json:"provisional,omitempty"`
 }
 
 // Handler serves /play/{app}/{name} and /api/v1/mesh.
@@ -228,7 +231,10 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 	} else {
 		target = httpScheme + "://" + httpAddr + withPlayToken(path, pt)
 	}
-	token, err := placement.Sign(r.cfg.TokenKey, placement.Claims{Server: srv.ID, Stream: stream, Expires: now.Add(r.cfg.TokenTTL)})
+	// Placed farther than a relay of the stream that is starting: the token
+	// is provisional (the viewer moves once that relay serves).
+	prov := known && r.provisional(stream, v, res.Dist)
+	token, err := placement.Sign(r.cfg.TokenKey, placement.Claims{Server: srv.ID, Stream: stream, Expires: now.Add(r.cfg.TokenTTL), Provisional: prov})
 	if err == nil {
 		// Path /play/{app}/: the token also comes with the files a DASH
 		// client resolves against /play/{app}/{name} (subresource.go).
@@ -242,7 +248,7 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 			dist = -1
 		}
 		writeJSON(w, http.StatusOK, Choice{Relay: srv.ID, Location: srv.Location, Distance: dist, Reason: res.Reason.String(),
-			URL: target, Token: token, Viewer: viewerLoc, PlayToken: pt})
+			URL: target, Token: token, Viewer: viewerLoc, PlayToken: pt, Provisional: prov})
 		return
 	}
 	http.Redirect(w, req, target, http.StatusFound)

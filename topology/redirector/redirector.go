@@ -118,6 +118,8 @@ type Redirector struct {
 	relays     map[placement.ServerID]*relayState
 	placements map[string]bus.Placement // by app/name
 	busSince   time.Time                // connected to the bus since (liveness.go)
+	// opening: by app/name, the relays starting (provisional.go; under mu).
+	opening map[string][]placement.ServerID
 
 	dmu     sync.Mutex
 	demand  map[demandKey]demandVal
@@ -166,7 +168,7 @@ func New(cfg Config, conn *bus.Conn, log *slog.Logger) (*Redirector, error) {
 	}
 	r := &Redirector{cfg: cfg, conn: conn, log: log.With("component", "redirector"), matcher: m,
 		mesh:   placement.New(cfg.Graph, cfg.Placement),
-		relays: map[placement.ServerID]*relayState{}, placements: map[string]bus.Placement{},
+		relays: map[placement.ServerID]*relayState{}, placements: map[string]bus.Placement{}, opening: map[string][]placement.ServerID{},
 		demand: map[demandKey]demandVal{}}
 	r.rnd.New = func() any { return mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64())) }
 	// Relays count as down until they report; the primary is always up.
@@ -363,6 +365,7 @@ func (r *Redirector) onPlacement(p bus.Placement) {
 	} else {
 		r.placements[key] = p
 	}
+	r.noteOpening(key, p)
 	r.mu.Unlock()
 }
 

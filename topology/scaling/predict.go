@@ -61,6 +61,21 @@ func (p *Predictor) Last() float64 {
 	return p.v[(p.pos-1+p.window)%p.window]
 }
 
+// Rise is the load's change per second over the last k sample intervals
+// (0 with fewer than k+1 samples).
+func (p *Predictor) Rise(k int) float64 {
+	if k < 1 || p.n < k+1 {
+		return 0
+	}
+	last := (p.pos - 1 + p.window) % p.window
+	prev := (p.pos - 1 - k + 2*p.window) % p.window
+	dt := p.t[last] - p.t[prev]
+	if dt <= 0 {
+		return 0
+	}
+	return (p.v[last] - p.v[prev]) / dt
+}
+
 // Predict returns the load expected horizon after the latest sample
 // (never negative), with the first derivative (load per second) and the
 // second derivative (per second²) at the latest sample. While the latest

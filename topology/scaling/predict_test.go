@@ -84,3 +84,27 @@ func TestPredictorFlagsSpikeEarly(t *testing.T) {
 	}
 	t.Logf("overload flagged at t=%vs, reached at t=%vs", flagged, reached)
 }
+
+// Through the kink where a ramp starts, a quadratic fit's slope at the end
+// is well above the ramp's; Rise is the ramp's own.
+func TestRiseFollowsARampNotTheFit(t *testing.T) {
+	p := NewPredictor(6)
+	t0 := time.Unix(0, 0)
+	loads := []float64{0, 0, 0, 100, 200, 300} // flat, then +50/s (samples 2 s apart)
+	for i, v := range loads {
+		p.Add(t0.Add(time.Duration(2*i)*time.Second), v)
+	}
+	_, slope, accel := p.Predict(10 * time.Second)
+	if accel <= 0 || slope <= 60 {
+		t.Fatalf("fit slope %.1f accel %.2f: expected the fit to overshoot the ramp", slope, accel)
+	}
+	if r := p.Rise(2); r != 50 {
+		t.Fatalf("Rise(2) = %v, want 50", r)
+	}
+	if r := p.Rise(1); r != 50 {
+		t.Fatalf("Rise(1) = %v, want 50", r)
+	}
+	if r := p.Rise(6); r != 0 {
+		t.Fatalf("Rise beyond the samples = %v, want 0", r)
+	}
+}

@@ -125,11 +125,14 @@ const (
 
 type relay struct {
 	server, stream int
-	state          relayState
-	opened         time.Time
-	drainAt        time.Time
-	viewers        float64
-	httpViewers    float64
+	// region is the group's: a relay a region opened in another region's
+	// reserve (overflow) counts for the region that asked for it.
+	region      graph.VertexID
+	state       relayState
+	opened      time.Time
+	drainAt     time.Time
+	viewers     float64
+	httpViewers float64
 }
 
 type groupKey struct {
@@ -143,6 +146,9 @@ type group struct {
 	belowSince time.Time
 	relays     []*relay
 }
+
+// maxStreamPredictors bounds the per-stream audience predictors.
+const maxStreamPredictors = 100000
 
 // Scaler owns the set of relays and decides when to add and remove them.
 // It is not safe for concurrent use; the orchestrator owns it.
@@ -164,6 +170,10 @@ type Scaler struct {
 	srvLoad    []float64
 	srvPred    []*Predictor
 	srvSeen    []bool
+	// per stream: its whole audience (every sample of it, the primary's
+	// included) and that audience's predictor
+	strLoad map[int]float64
+	strPred map[int]*Predictor
 }
 
 // New returns a scaler for the servers of g.
@@ -185,6 +195,8 @@ func New(cfg Config, g *graph.Graph) *Scaler {
 		srvLoad:    make([]float64, n),
 		srvPred:    make([]*Predictor, n),
 		srvSeen:    make([]bool, n),
+		strLoad:    map[int]float64{},
+		strPred:    map[int]*Predictor{},
 	}
 	for i, sv := range g.Servers() {
 		s.capacity[i] = float64(sv.CapacityViewers)
@@ -290,7 +302,7 @@ func (s *Scaler) OpenInPool(now time.Time, stream int, loc graph.VertexID, why s
 		return Decision{}, false
 	}
 	reason := fmt.Sprintf("stream %s at %s: %s; server %s", s.name(stream), s.locID(loc), why, s.g.Servers()[m].ID)
-	return s.add(now, m, stream, reason), true
+	return s.add(now, m, stream, s.g.Region(loc), reason), true
 }
 
 // place picks a server for a new relay of stream at one of locs (in
@@ -329,11 +341,11 @@ func (s *Scaler) group(stream int, region graph.VertexID) *group {
 	return g
 }
 
-func (s *Scaler) add(now time.Time, server, stream int, reason string) Decision {
+func (s *Scaler) add(now time.Time, server, stream int, region graph.VertexID, reason string) Decision {
 	v := s.g.Servers()[server].Vertex
-	r := &relay{server: server, stream: stream, state: starting, opened: now}
+	r := &relay{server: server, stream: stream, region: region, state: starting, opened: now}
 	s.relays[[2]int{server, stream}] = r
-	g := s.group(stream, s.g.Region(v))
+	g := s.group(stream, region)
 	g.relays = append(g.relays, r)
 	return Decision{Action: ActionOpen, Server: server, Stream: stream, Location: v, Reason: reason}
 }
@@ -344,7 +356,7 @@ func (s *Scaler) remove(k [2]int) {
 		return
 	}
 	delete(s.relays, k)
-	g := s.groups[groupKey{r.stream, s.g.Region(s.g.Servers()[r.server].Vertex)}]
+	g := s.groups[groupKey{r.stream, r.region}]
 	if g == nil {
 		return
 	}
@@ -371,7 +383,7 @@ func (s *Scaler) OpenAt(now time.Time, stream int, loc graph.VertexID, why strin
 	if note != "" {
 		reason += "; " + note
 	}
-	return s.add(now, m, stream, reason+fmt.Sprintf("; server %s", s.g.Servers()[m].ID)), true
+	return s.add(now, m, stream, s.g.Region(loc), reason+fmt.Sprintf("; server %s", s.g.Servers()[m].ID)), true
 }
 
 // OpenOn opens a relay of stream on a given server (a relay adopted after
@@ -385,7 +397,7 @@ func (s *Scaler) OpenOn(now time.Time, stream, server int, why string) (Decision
 		return Decision{}, false
 	}
 	reason := fmt.Sprintf("stream %s on %s: %s", s.name(stream), s.g.Servers()[server].ID, why)
-	return s.add(now, server, stream, reason), true
+	return s.add(now, server, stream, s.g.Region(s.g.Servers()[server].Vertex), reason), true
 }
 
 // SetHorizon changes how far ahead load is predicted (the controller
@@ -451,10 +463,12 @@ func (s *Scaler) Evaluate(now time.Time, samples []Sample, dst []Decision) []Dec
 	for _, r := range s.relays {
 		r.viewers, r.httpViewers = 0, 0
 	}
+	clear(s.strLoad)
 	for _, sm := range samples {
 		if sm.Server < 0 || sm.Server >= len(s.srvLoad) || math.IsNaN(sm.Viewers) || sm.Viewers < 0 {
 			continue
 		}
+		s.strLoad[sm.Stream] += sm.Viewers
 		s.srvLoad[sm.Server] += sm.Viewers
 		s.srvSeen[sm.Server] = true
 		if r := s.relays[[2]int{sm.Server, sm.Stream}]; r != nil {
@@ -467,6 +481,22 @@ func (s *Scaler) Evaluate(now time.Time, samples []Sample, dst []Decision) []Dec
 	for i, seen := range s.srvSeen {
 		if seen {
 			s.srvPred[i].Add(now, s.srvLoad[i])
+		}
+	}
+	for id, v := range s.strLoad {
+		p := s.strPred[id]
+		if p == nil {
+			if len(s.strPred) >= maxStreamPredictors {
+				continue
+			}
+			p = NewPredictor(s.cfg.Window)
+			s.strPred[id] = p
+		}
+		p.Add(now, v)
+	}
+	for id := range s.strPred {
+		if _, ok := s.strLoad[id]; !ok {
+			delete(s.strPred, id) // no samples: the stream has no relays left
 		}
 	}
 	for _, g := range s.order {
@@ -514,6 +544,23 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 	g.pred.Add(now, total)
 	_, slope, accel := g.pred.Predict(s.cfg.Horizon)
 	pred := s.predict(g.pred)
+	if accel > 0 && g.pred.Len() > 2 {
+		// A group opens relays for the load at the horizon: extrapolate no
+		// faster than the load rose over the last two intervals. The
+		// quadratic fitted through the kink where a ramp starts has, at its
+		// end, about twice the ramp's slope, and relays opened for that
+		// load live at least MinLifetime.
+		if r := g.pred.Rise(2); r < slope {
+			pred = math.Min(pred, g.pred.Last()+math.Max(r, 0)*s.cfg.Horizon.Seconds())
+		}
+	}
+	if sp := s.strPred[g.key.stream]; sp != nil && pred > total && s.predict(sp) <= sp.Last() {
+		// The stream's audience as a whole is not growing: a region's load
+		// that grows is viewers moving in from other regions (back from
+		// where a failure or a full pool sent them), and relays opened for
+		// more of that growth would outlive it. Predict no growth.
+		pred = total
+	}
 	want := math.Max(total, pred)
 	n := len(active)
 	if n == 0 {
@@ -557,7 +604,7 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 			if note != "" {
 				reason += " (" + note + ")"
 			}
-			dst = append(dst, s.add(now, m, g.key.stream, reason))
+			dst = append(dst, s.add(now, m, g.key.stream, g.key.region, reason))
 		}
 	case want < low*float64(n) && want <= high*float64(n-1):
 		if g.belowSince.IsZero() {

@@ -247,3 +247,43 @@ func TestDrainTimeoutSparesHTTPViewers(t *testing.T) {
 		t.Fatalf("close: %v", ds)
 	}
 }
+
+// A region whose pool is full overflows to the reserve of another region;
+// the relays it opened there count for it, so it does not open them again
+// at every evaluation.
+func TestOverflowRelaysCountForTheRegionThatAsked(t *testing.T) {
+	var b graph.Builder
+	b.AddLocation(graph.Location{ID: "eu"})
+	b.AddLocation(graph.Location{ID: "na"})
+	b.AddLink(graph.Link{From: "eu", To: "na", Cost: 5, Symmetric: true})
+	b.AddServer(graph.Server{ID: "p", Location: "eu", Role: graph.RolePrimary, CapacityViewers: 1000})
+	b.AddServer(graph.Server{ID: "eu0", Location: "eu", CapacityViewers: 100})
+	for i := range 6 {
+		b.AddServer(graph.Server{ID: fmt.Sprint("res", i), Location: "na", Role: graph.RoleReserve, CapacityViewers: 100})
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(cfg(), g)
+	eu, _ := g.Vertex("eu")
+	d, ok := s.OpenAt(time.Unix(0, 0), 0, eu, "test")
+	if !ok {
+		t.Fatal("no relay at eu")
+	}
+	s.Ready(d.Server, 0)
+	opened := 0
+	for i := range 4 {
+		now := time.Unix(int64(2*i+2), 0)
+		for _, x := range s.Evaluate(now, []Sample{{Server: d.Server, Stream: 0, Viewers: 250}}, nil) {
+			if x.Action == ActionOpen {
+				opened++
+			}
+		}
+	}
+	// 250 viewers at the high watermark 80 per relay: 4 relays, 3 of them
+	// in the reserve, opened once.
+	if opened != 3 || s.Relays(0) != 4 {
+		t.Fatalf("opened %d overflow relays, %d relays in all; want 3 and 4", opened, s.Relays(0))
+	}
+}
