@@ -56,7 +56,8 @@ type Summary struct {
 	RelaySeconds               float64   `json:"relay_seconds"`
 	RelaySecondsMinimum        float64   `json:"relay_seconds_minimum"`        // what the oracle's placement needs at the high watermark
 	RelaySecondsPacked         float64   `json:"relay_seconds_minimum_packed"` // the same packed to 100 % of capacity
-	RelaySecondsVsMinimum      float64   `json:"relay_seconds_vs_minimum"`
+	RelaySecondsVsMinimum      float64   `json:"relay_seconds_vs_minimum"`        // ÷ the minimum at the high watermark
+	RelaySecondsVsPacked       float64   `json:"relay_seconds_vs_minimum_packed"` // ÷ the offline minimum (100 %): the goal's ratio
 	Lifetimes                  Lifetimes `json:"relay_lifetimes"`
 }
 
@@ -86,6 +87,9 @@ func (s *Summary) derive() {
 	}
 	if s.RelaySecondsMinimum > 0 {
 		s.RelaySecondsVsMinimum = round3(s.RelaySeconds / s.RelaySecondsMinimum)
+	}
+	if s.RelaySecondsPacked > 0 {
+		s.RelaySecondsVsPacked = round3(s.RelaySeconds / s.RelaySecondsPacked)
 	}
 	s.RelaySeconds = math.Round(s.RelaySeconds)
 	s.ViewerSeconds = math.Round(s.ViewerSeconds)
