@@ -136,7 +136,7 @@ relays
   peak / at end              %d / %d
   by lifetime                <1m %d, 1-5m %d, 5-15m %d, >15m %d, open at end %d
   oscillations (<5 min)      %d
-  relay-seconds              %.0f  (offline minimum %.0f: %.3f×; %.0f packed to 100 %%)
+  relay-seconds              %.0f  (offline minimum %.0f: %.3f×; %.0f at the high watermark: %.3f×)
 load
   peak utilisation           %.1f %%
   relay-seconds over cap.    %.0f
@@ -149,7 +149,7 @@ distance stretch (assigned / best possible, per viewer-second)
 		s.ViewersMoved, s.ViewersMigrated, s.ViewersReplaced, s.ViewersShed, s.ViewersLost, s.ViewersMovedNearer, s.ViewersChurned,
 		s.RelaysOpened, s.RelaysOpenedByDemand, s.RelaysOpenedInReserve, s.RelaysClosed, s.RelaysLost, s.RelaysPeak, s.RelaysAtEnd,
 		s.Lifetimes.Under1m, s.Lifetimes.Under5m, s.Lifetimes.Under15m, s.Lifetimes.Over15m, s.Lifetimes.OpenAtEnd,
-		s.Oscillations, s.RelaySeconds, s.RelaySecondsMinimum, s.RelaySecondsVsMinimum, s.RelaySecondsPacked,
+		s.Oscillations, s.RelaySeconds, s.RelaySecondsPacked, s.RelaySecondsVsPacked, s.RelaySecondsMinimum, s.RelaySecondsVsMinimum,
 		s.PeakUtilization*100, s.RelaySecondsOverCapacity,
 		s.MeanDistanceStretch, s.P99DistanceStretch, s.OracleMeanStretch, s.OracleP99Stretch, s.StretchVsOracle,
 		WaitPenalty, s.Score, s.OracleScore)
