@@ -140,12 +140,22 @@ func (st *stream) manifest(base string) ([]byte, error) {
 func (st *stream) period(sess *session, segs []*segment) *m.Period {
 	period := m.NewPeriod()
 	period.Id = sess.period
-	period.Start = dur(time.Duration(sess.start) * time.Millisecond)
+	// The first session of a run starts at media time 0, the media clock
+	// that availabilityStartTime anchors: every server of the mesh has the
+	// same media times (they pass through unchanged), so every server
+	// gives the same Period start, offset and timeline, wherever in the
+	// stream its packager joined. A later session (a codec change seen by
+	// this run) starts at its first frame.
+	pstart := sess.start
+	if sess.first {
+		pstart = 0
+	}
+	period.Start = dur(time.Duration(pstart) * time.Millisecond)
 	if sess.vc != nil {
 		as := m.NewAdaptationSetWithParams("video", "video/mp4", true, 1)
 		as.Id = m.Ptr(uint32(0))
 		full := sess.byRend[Full]
-		as.SegmentTemplate = st.template(sess, full, segs, uint64(sess.start)*90)
+		as.SegmentTemplate = st.template(sess, full, segs, uint64(pstart)*90)
 		as.MaxWidth, as.MaxHeight = uint32(sess.vc.width), uint32(sess.vc.height)
 		for r := Full; r <= Key; r++ {
 			t := sess.byRend[r]
@@ -157,7 +167,7 @@ func (st *stream) period(sess *session, segs []*segment) *m.Period {
 				// whole when a segment ends: listing their segment in
 				// progress would have a player at the latency target wait
 				// for each one (tried: dash.js stalled on key).
-				rep.SegmentTemplate = st.template(sess, full, segs, uint64(sess.start)*90)
+				rep.SegmentTemplate = st.template(sess, full, segs, uint64(pstart)*90)
 				st.chunked(sess, t, rep.SegmentTemplate)
 			}
 			as.AppendRepresentation(rep)
@@ -167,7 +177,7 @@ func (st *stream) period(sess *session, segs []*segment) *m.Period {
 	if a := sess.audio; a != nil {
 		as := m.NewAdaptationSetWithParams("audio", "audio/mp4", true, 1)
 		as.Id = m.Ptr(uint32(1))
-		as.SegmentTemplate = st.template(sess, a, segs, uint64(sess.start)*uint64(a.timescale)/1000)
+		as.SegmentTemplate = st.template(sess, a, segs, uint64(pstart)*uint64(a.timescale)/1000)
 		if a.parts && st.lowLatency() {
 			st.chunked(sess, a, as.SegmentTemplate)
 		}
@@ -230,8 +240,8 @@ func (st *stream) chunked(sess *session, t *track, tmpl *m.SegmentTemplateType) 
 // track t: a SegmentTimeline of the complete segments, addressed by $Time$.
 func (st *stream) template(sess *session, t *track, segs []*segment, pto uint64) *m.SegmentTemplateType {
 	tmpl := m.NewSegmentTemplate()
-	tmpl.Media = sess.id + "_$RepresentationID$_t$Time$.m4s"
-	tmpl.Initialization = sess.id + "_$RepresentationID$_init.mp4"
+	tmpl.Media = sess.tid + "_$RepresentationID$_t$Time$.m4s"
+	tmpl.Initialization = sess.tid + "_$RepresentationID$_init.mp4"
 	tmpl.Timescale = m.Ptr(t.timescale)
 	tmpl.PresentationTimeOffset = m.Ptr(pto)
 	tl := m.NewSegmentTimeline()

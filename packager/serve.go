@@ -254,7 +254,7 @@ func (st *stream) lookup(req fileReq) *segment {
 // newest segment's start; st.mu is held.
 func (st *stream) upcoming(req fileReq) bool {
 	sess := st.seg.sess
-	if st.ended || sess == nil || sess.id != req.sid {
+	if st.ended || sess == nil || (sess.id != req.sid && sess.tid != req.sid) {
 		return false
 	}
 	if req.kind != fileSegmentTime {
