@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	m "github.com/Eyevinn/dash-mpd/mpd"
 	"github.com/relaymesh/relaymesh/internal/amf"
@@ -124,4 +125,44 @@ func fmtTimes(v []uint64) string {
 		s[i] = strconv.FormatUint(x, 10)
 	}
 	return strings.Join(s, " ")
+}
+
+// TestNumberManifest: number.mpd (and manifest.mpd for GStreamer) address
+// the segments by $Number$ on the session's nominal grid; index n names the
+// segment starting at n × the nominal duration.
+func TestNumberManifest(t *testing.T) {
+	st := testStream(t, Config{})
+	st.pushAll(append([]*av.Frame{metadataFrame(0, "p1")}, synthGOPs(0, 12, true)...))
+	b, err := st.renderMPD("http://node.example", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mpd, err := m.ReadFromString(string(b))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	for _, as := range mpd.Periods[0].AdaptationSets {
+		tmpl := as.SegmentTemplate
+		if tmpl.SegmentTimeline != nil || tmpl.Duration == nil || *tmpl.Duration != 2000 || *tmpl.Timescale != 1000 ||
+			!strings.HasSuffix(tmpl.Media, "_$RepresentationID$_d$Number$.m4s") || *tmpl.StartNumber != 0 {
+			t.Fatalf("template %+v\n%s", tmpl, b)
+		}
+	}
+	if time.Duration(*mpd.TimeShiftBufferDepth) < 18*time.Second || time.Duration(*mpd.SuggestedPresentationDelay) < 14*time.Second {
+		t.Errorf("timeShiftBufferDepth %v, suggestedPresentationDelay %v: want the kept segments", *mpd.TimeShiftBufferDepth, *mpd.SuggestedPresentationDelay)
+	}
+	sid := st.seg.sess.tid
+	for n, want := range map[uint64]int64{5: 10000, 10: 20000} {
+		req, ok := parseFile("dash", sid+"_full_d"+strconv.FormatUint(n, 10)+".m4s")
+		if !ok {
+			t.Fatal("not parsed")
+		}
+		seg := st.lookup(req)
+		if seg == nil || seg.start != want {
+			t.Errorf("index %d: %v, want the segment at %d ms", n, seg, want)
+		}
+	}
+	if req, _ := parseFile("dash", sid+"_full_d40.m4s"); st.lookup(req) != nil {
+		t.Error("index 40 found")
+	}
 }

@@ -77,7 +77,11 @@ func dur(d time.Duration) *m.Duration { return m.Ptr(m.Duration(d)) }
 // this node (base is its scheme and host): a player that reached the
 // manifest through a redirect (the redirector's /play answers 302) resolves
 // the segment URLs against this node, not against the redirector.
-func (st *stream) manifest(base string) ([]byte, error) {
+func (st *stream) manifest(base string) ([]byte, error) { return st.renderMPD(base, false) }
+
+// renderMPD renders the manifest; number asks for $Number$ addressing on
+// the session's nominal grid instead of a SegmentTimeline (number.go).
+func (st *stream) renderMPD(base string, number bool) ([]byte, error) {
 	segs := st.seg.complete()
 	segMin := st.p.cfg.SegmentMinDuration
 	ast := st.ast
@@ -103,6 +107,9 @@ func (st *stream) manifest(base string) ([]byte, error) {
 		mpd.MinimumUpdatePeriod = dur(segMin)
 		mpd.TimeShiftBufferDepth = dur(window)
 		mpd.SuggestedPresentationDelay = dur(max(3*segMin, 2*st.segMax))
+		if number {
+			numberDelays(mpd, st.seg.segs, st.segMax)
+		}
 		mpd.UTCTimings = []*m.DescriptorType{{SchemeIdUri: dashTimeScheme, Value: base + "/dash/time"}}
 	}
 	mpd.BaseURL = []*m.BaseURLType{{Value: m.AnyURI(base + "/dash/" + st.app + "/" + st.name + "/")}}
@@ -125,7 +132,7 @@ func (st *stream) manifest(base string) ([]byte, error) {
 		for j < len(segs) && segs[j].sess == segs[k].sess {
 			j++
 		}
-		mpd.AppendPeriod(st.period(segs[k].sess, segs[k:j]))
+		mpd.AppendPeriod(st.period(segs[k].sess, segs[k:j], number))
 		k = j
 	}
 	st.steerMPD(mpd, base) // steering.go
@@ -137,7 +144,7 @@ func (st *stream) manifest(base string) ([]byte, error) {
 }
 
 // period is the Period of a session, listing segs (its listed segments).
-func (st *stream) period(sess *session, segs []*segment) *m.Period {
+func (st *stream) period(sess *session, segs []*segment, number bool) *m.Period {
 	period := m.NewPeriod()
 	period.Id = sess.period
 	// The first session of a run starts at media time 0, the media clock
@@ -156,12 +163,15 @@ func (st *stream) period(sess *session, segs []*segment) *m.Period {
 		as.Id = m.Ptr(uint32(0))
 		full := sess.byRend[Full]
 		as.SegmentTemplate = st.template(sess, full, segs, uint64(pstart)*90)
+		if number {
+			numbered(as.SegmentTemplate, sess, pstart)
+		}
 		as.MaxWidth, as.MaxHeight = uint32(sess.vc.width), uint32(sess.vc.height)
 		for r := Full; r <= Key; r++ {
 			t := sess.byRend[r]
 			peak, _ := st.seg.bandwidth(r)
 			rep := m.NewVideoRepresentation(r.String(), t.codec, "", "", max(peak, 1), sess.vc.width, sess.vc.height)
-			if t.parts && st.lowLatency() {
+			if t.parts && st.lowLatency() && !number {
 				// full is written in chunks (its parts): a template of its
 				// own, with the low-latency additions. lite and key come
 				// whole when a segment ends: listing their segment in
@@ -178,7 +188,9 @@ func (st *stream) period(sess *session, segs []*segment) *m.Period {
 		as := m.NewAdaptationSetWithParams("audio", "audio/mp4", true, 1)
 		as.Id = m.Ptr(uint32(1))
 		as.SegmentTemplate = st.template(sess, a, segs, uint64(pstart)*uint64(a.timescale)/1000)
-		if a.parts && st.lowLatency() {
+		if number {
+			numbered(as.SegmentTemplate, sess, pstart)
+		} else if a.parts && st.lowLatency() {
 			st.chunked(sess, a, as.SegmentTemplate)
 		}
 		peak, _ := st.seg.bandwidth(Audio)

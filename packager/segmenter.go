@@ -101,6 +101,9 @@ type session struct {
 	start   int64                   // ms
 	disc    int                     // discontinuity sequence number
 	period  string                  // DASH Period id: the id, with the run when the id is resumed
+	// nominal is the duration of the session's first complete segment
+	// (ms): the grid of the $Number$ manifest (number.go).
+	nominal int64
 }
 
 // hasRendition reports whether the session offers r.
@@ -643,6 +646,9 @@ func (s *segmenter) finishSegment(ms int64) {
 		s.flushTrack(t, t.parts)
 	}
 	seg.dur = ms - seg.start
+	if seg.sess.nominal == 0 && seg.dur > 0 {
+		seg.sess.nominal = seg.dur
+	}
 	for r := Full; r < numRenditions; r++ {
 		if ts := seg.ts[r]; ts != nil {
 			ts.finish()
