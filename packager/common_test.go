@@ -166,3 +166,12 @@ func TestNumberManifest(t *testing.T) {
 		t.Error("index 40 found")
 	}
 }
+
+func FuzzReadPublishID(f *testing.F) {
+	f.Add(metadataFrame(0, "5f2a9c01d3e4b7a8").Payload)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if id := publishID(b); len(id) > maxPublishID {
+			t.Fatalf("%d bytes of id", len(id))
+		}
+	})
+}
