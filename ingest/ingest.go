@@ -49,7 +49,7 @@ func (in *Ingest) Publish(ctx context.Context, s *rtmp.Session, req *rtmp.Stream
 		in.mu.Unlock()
 		return nil, rtmp.Status{Level: "error", Code: rtmp.CodePublishBadName, Description: key + " is already being published"}
 	}
-	p := &publisher{in: in, key: key, app: req.App, name: req.Name, session: s, streamID: req.StreamID}
+	p := &publisher{in: in, key: key, app: req.App, name: req.Name, session: s, streamID: req.StreamID, publishID: newPublishID()}
 	in.live[key] = p
 	in.mu.Unlock()
 	if old != nil {
@@ -86,9 +86,13 @@ type publisher struct {
 	streamID  uint32 // the message stream it publishes on
 	hub       *hub.Hub
 	once      sync.Once
+	publishID string // names this publishing session across the mesh
 }
 
 func (p *publisher) Write(kind av.Kind, ts uint32, payload []byte) {
+	if kind == av.KindData {
+		payload = withPublishID(payload, p.publishID)
+	}
 	p.hub.Write(kind, ts, payload)
 }
 

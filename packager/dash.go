@@ -21,11 +21,12 @@ const dashTimeScheme = "urn:mpeg:dash:utc:http-iso:2014"
 func manifestDir(r *http.Request, app, name string) string {
 	own := "/dash/" + app + "/" + name + "/"
 	p, _, _ := strings.Cut(r.RequestURI, "?")
-	if !strings.HasPrefix(p, own) || !strings.HasSuffix(p, "/manifest.mpd") || len(p) > 1024 ||
+	file := p[strings.LastIndexByte(p, '/')+1:]
+	if !strings.HasPrefix(p, own) || (file != "manifest.mpd" && file != "number.mpd") || len(p) > 1024 ||
 		strings.ContainsAny(p, "\\\"<>' \t\r\n") {
 		return own
 	}
-	return strings.TrimSuffix(p, "manifest.mpd")
+	return strings.TrimSuffix(p, file)
 }
 
 // baseURL is the scheme and host clients reach the packager at: the
@@ -92,7 +93,12 @@ func dur(d time.Duration) *m.Duration { return m.Ptr(m.Duration(d)) }
 // this node (base is its scheme and host): a player that reached the
 // manifest through a redirect (the redirector's /play answers 302) resolves
 // the segment URLs against this node, not against the redirector.
-func (st *stream) manifest(base, dir string) ([]byte, error) {
+func (st *stream) manifest(base, dir string) ([]byte, error) { return st.renderMPD(base, dir, false) }
+
+// renderMPD renders the manifest for clients that reach the stream's
+// directory at base+dir; number asks for $Number$ addressing on the
+// session's nominal grid instead of a SegmentTimeline (number.go).
+func (st *stream) renderMPD(base, dir string, number bool) ([]byte, error) {
 	segs := st.seg.complete()
 	segMin := st.p.cfg.SegmentMinDuration
 	ast := st.ast
@@ -118,6 +124,9 @@ func (st *stream) manifest(base, dir string) ([]byte, error) {
 		mpd.MinimumUpdatePeriod = dur(segMin)
 		mpd.TimeShiftBufferDepth = dur(window)
 		mpd.SuggestedPresentationDelay = dur(max(3*segMin, 2*st.segMax))
+		if number {
+			numberDelays(mpd, st.seg.segs, st.segMax)
+		}
 		mpd.UTCTimings = []*m.DescriptorType{{SchemeIdUri: dashTimeScheme, Value: base + "/dash/time"}}
 	}
 	mpd.BaseURL = []*m.BaseURLType{{Value: m.AnyURI(base + dir)}}
@@ -140,7 +149,7 @@ func (st *stream) manifest(base, dir string) ([]byte, error) {
 		for j < len(segs) && segs[j].sess == segs[k].sess {
 			j++
 		}
-		mpd.AppendPeriod(st.period(segs[k].sess, segs[k:j]))
+		mpd.AppendPeriod(st.period(segs[k].sess, segs[k:j], number))
 		k = j
 	}
 	st.steerMPD(mpd, base+dir) // steering.go
@@ -152,27 +161,40 @@ func (st *stream) manifest(base, dir string) ([]byte, error) {
 }
 
 // period is the Period of a session, listing segs (its listed segments).
-func (st *stream) period(sess *session, segs []*segment) *m.Period {
+func (st *stream) period(sess *session, segs []*segment, number bool) *m.Period {
 	period := m.NewPeriod()
 	period.Id = sess.period
-	period.Start = dur(time.Duration(sess.start) * time.Millisecond)
+	// The first session of a run starts at media time 0, the media clock
+	// that availabilityStartTime anchors: every server of the mesh has the
+	// same media times (they pass through unchanged), so every server
+	// gives the same Period start, offset and timeline, wherever in the
+	// stream its packager joined. A later session (a codec change seen by
+	// this run) starts at its first frame.
+	pstart := sess.start
+	if sess.first {
+		pstart = 0
+	}
+	period.Start = dur(time.Duration(pstart) * time.Millisecond)
 	if sess.vc != nil {
 		as := m.NewAdaptationSetWithParams("video", "video/mp4", true, 1)
 		as.Id = m.Ptr(uint32(0))
 		full := sess.byRend[Full]
-		as.SegmentTemplate = st.template(sess, full, segs, uint64(sess.start)*90)
+		as.SegmentTemplate = st.template(sess, full, segs, uint64(pstart)*90)
+		if number {
+			numbered(as.SegmentTemplate, sess, pstart)
+		}
 		as.MaxWidth, as.MaxHeight = uint32(sess.vc.width), uint32(sess.vc.height)
 		for r := Full; r <= Key; r++ {
 			t := sess.byRend[r]
 			peak, _ := st.seg.bandwidth(r)
 			rep := m.NewVideoRepresentation(r.String(), t.codec, "", "", max(peak, 1), sess.vc.width, sess.vc.height)
-			if t.parts && st.lowLatency() {
+			if t.parts && st.lowLatency() && !number {
 				// full is written in chunks (its parts): a template of its
 				// own, with the low-latency additions. lite and key come
 				// whole when a segment ends: listing their segment in
 				// progress would have a player at the latency target wait
 				// for each one (tried: dash.js stalled on key).
-				rep.SegmentTemplate = st.template(sess, full, segs, uint64(sess.start)*90)
+				rep.SegmentTemplate = st.template(sess, full, segs, uint64(pstart)*90)
 				st.chunked(sess, t, rep.SegmentTemplate)
 			}
 			as.AppendRepresentation(rep)
@@ -182,8 +204,10 @@ func (st *stream) period(sess *session, segs []*segment) *m.Period {
 	if a := sess.audio; a != nil {
 		as := m.NewAdaptationSetWithParams("audio", "audio/mp4", true, 1)
 		as.Id = m.Ptr(uint32(1))
-		as.SegmentTemplate = st.template(sess, a, segs, uint64(sess.start)*uint64(a.timescale)/1000)
-		if a.parts && st.lowLatency() {
+		as.SegmentTemplate = st.template(sess, a, segs, uint64(pstart)*uint64(a.timescale)/1000)
+		if number {
+			numbered(as.SegmentTemplate, sess, pstart)
+		} else if a.parts && st.lowLatency() {
 			st.chunked(sess, a, as.SegmentTemplate)
 		}
 		peak, _ := st.seg.bandwidth(Audio)
@@ -245,8 +269,8 @@ func (st *stream) chunked(sess *session, t *track, tmpl *m.SegmentTemplateType) 
 // track t: a SegmentTimeline of the complete segments, addressed by $Time$.
 func (st *stream) template(sess *session, t *track, segs []*segment, pto uint64) *m.SegmentTemplateType {
 	tmpl := m.NewSegmentTemplate()
-	tmpl.Media = sess.id + "_$RepresentationID$_t$Time$.m4s"
-	tmpl.Initialization = sess.id + "_$RepresentationID$_init.mp4"
+	tmpl.Media = sess.tid + "_$RepresentationID$_t$Time$.m4s"
+	tmpl.Initialization = sess.tid + "_$RepresentationID$_init.mp4"
 	tmpl.Timescale = m.Ptr(t.timescale)
 	tmpl.PresentationTimeOffset = m.Ptr(pto)
 	tl := m.NewSegmentTimeline()

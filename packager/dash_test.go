@@ -246,6 +246,7 @@ func TestManifestDirKeepsRequestPath(t *testing.T) {
 		{"/dash/live/cam/t/1700000000.abc_DEF-1/manifest.mpd?x=1", "/dash/live/cam/t/1700000000.abc_DEF-1/"},
 		{"/dash/live/other/manifest.mpd", "/dash/live/cam/"},
 		{"/dash/live/cam/t/x/segment.m4s", "/dash/live/cam/"},
+		{"/dash/live/cam/t/x/number.mpd", "/dash/live/cam/t/x/"},
 		{"/dash/live/cam/t/a\"b/manifest.mpd", "/dash/live/cam/"},
 		{"", "/dash/live/cam/"},
 	} {

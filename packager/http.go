@@ -236,6 +236,7 @@ const (
 	filePart                             // {sid}_{rendition}_{msn}.{part}.m4s
 	fileSegmentTime                      // {sid}_{rendition}_t{time}.m4s (DASH $Time$)
 	fileTS                               // {sid}_{rendition}_{msn}.ts
+	fileSegmentIndex                     // {sid}_{rendition}_d{n}.m4s (DASH $Number$ on the nominal grid, see numberManifest)
 )
 
 // fileReq is a parsed file name.
@@ -243,9 +244,13 @@ type fileReq struct {
 	kind fileKind
 	rend Rendition
 	sid  string
-	n    uint64 // msn, or time for fileSegmentTime
-	part int
+	n    uint64 // msn, or time for fileSegmentTime, or index for fileSegmentIndex
+	part int    // part number; for fileManifest, manifestNumber or 0
 }
+
+// manifestNumber marks a request for the manifest addressed by $Number$
+// (number.mpd, see numberManifest).
+const manifestNumber = 1
 
 // parseFile parses the last path element of a request.
 func parseFile(proto, file string) (fileReq, bool) {
@@ -254,6 +259,8 @@ func parseFile(proto, file string) (fileReq, bool) {
 		return fileReq{kind: fileMultivariant}, true
 	case proto == "dash" && file == "manifest.mpd":
 		return fileReq{kind: fileManifest}, true
+	case proto == "dash" && file == "number.mpd":
+		return fileReq{kind: fileManifest, part: manifestNumber}, true
 	case proto == "hls" && strings.HasSuffix(file, ".m3u8"):
 		r, ok := parseRendition(strings.TrimSuffix(file, ".m3u8"))
 		return fileReq{kind: fileMedia, rend: r}, ok
@@ -284,6 +291,11 @@ func parseFile(proto, file string) (fileReq, bool) {
 		if t, ok := strings.CutPrefix(rest, "t"); ok {
 			n, err := strconv.ParseUint(t, 10, 63)
 			req.kind, req.n = fileSegmentTime, n
+			return req, err == nil
+		}
+		if d, ok := strings.CutPrefix(rest, "d"); ok && proto == "dash" {
+			n, err := strconv.ParseUint(d, 10, 32)
+			req.kind, req.n = fileSegmentIndex, n
 			return req, err == nil
 		}
 		ms, ps, isPart := strings.Cut(rest, ".")

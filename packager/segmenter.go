@@ -85,16 +85,25 @@ type segment struct {
 // and a new init segment; playlists mark it with a discontinuity, manifests
 // with a new period.
 type session struct {
-	id     string
-	vc     *videoConfig
-	ac     *audioConfig
-	tracks []*track
-	byRend [numRenditions]*track // the video track of a rendition, or the audio track for Audio
-	audio  *track
-	ts     [numRenditions]*tsMuxer // MPEG-TS writers, when made
-	start  int64                   // ms
-	disc   int                     // discontinuity sequence number
-	period string                  // DASH Period id: the id, with the run when the id is resumed
+	id string
+	// tid names the files addressed by media time (DASH $Time$) and the
+	// init segments DASH names: the same on every server of the mesh when
+	// the stream's metadata carries a publish id (see sessionID), else id.
+	tid     string
+	publish string // the publish id it was made for
+	first   bool   // the first session of this run of the packager
+	vc      *videoConfig
+	ac      *audioConfig
+	tracks  []*track
+	byRend  [numRenditions]*track // the video track of a rendition, or the audio track for Audio
+	audio   *track
+	ts      [numRenditions]*tsMuxer // MPEG-TS writers, when made
+	start   int64                   // ms
+	disc    int                     // discontinuity sequence number
+	period  string                  // DASH Period id: the id, with the run when the id is resumed
+	// nominal is the duration of the session's first complete segment
+	// (ms): the grid of the $Number$ manifest (number.go).
+	nominal int64
 }
 
 // hasRendition reports whether the session offers r.
@@ -152,6 +161,9 @@ type segmenter struct {
 	// stream stopped (see resumePoint); the first session continues it.
 	resume *resumePoint
 
+	key     string // app/name, for sessionID
+	publish string // the publish id of the latest metadata (PublishIDKey)
+
 	// Hooks for metrics (may be nil).
 	onSegment func(r Rendition, bytes int)
 	onPart    func(r Rendition)
@@ -173,6 +185,8 @@ func newSegmenter(cfg segmenterConfig, log *slog.Logger, now func() time.Time, r
 // with the same session id when nothing forbids it.
 type resumePoint struct {
 	sid      string
+	tid      string
+	publish  string
 	period   string
 	nextMSN  uint64
 	disc     int
@@ -187,7 +201,7 @@ func (s *segmenter) resumePoint(now time.Time) *resumePoint {
 	if s.sess == nil {
 		return nil
 	}
-	rp := &resumePoint{sid: s.sess.id, period: s.sess.period, nextMSN: s.nextMSN, disc: s.disc,
+	rp := &resumePoint{sid: s.sess.id, tid: s.sess.tid, publish: s.sess.publish, period: s.sess.period, nextMSN: s.nextMSN, disc: s.disc,
 		lastTime: max(s.lastVideo, s.lastAudio), at: now}
 	if s.sess.vc != nil {
 		rp.vc = s.sess.vc.raw
@@ -202,8 +216,8 @@ func (s *segmenter) resumePoint(now time.Time) *resumePoint {
 // at ms, may keep the stopped run's session id: same codec parameters (the
 // init segments are the same), and media times past the old ones (so that
 // no file name, $Time$ ones included, can come back with other bytes).
-func (r *resumePoint) resumes(vc *videoConfig, ac *audioConfig, ms int64) bool {
-	return r != nil && (r.vc != nil) == (vc != nil) && (r.ac != nil) == (ac != nil) &&
+func (r *resumePoint) resumes(vc *videoConfig, ac *audioConfig, publish string, ms int64) bool {
+	return r != nil && r.publish == publish && (r.vc != nil) == (vc != nil) && (r.ac != nil) == (ac != nil) &&
 		string(r.vc) == string(vcRaw(vc)) && string(r.ac) == string(acRaw(ac)) && ms > r.lastTime
 }
 
@@ -250,6 +264,10 @@ func (s *segmenter) push(f *av.Frame) {
 		if f.Event == av.EventUnpublish {
 			s.endOfStream()
 		}
+	case av.KindData:
+		if f.Metadata {
+			s.publish = publishID(f.Payload)
+		}
 	case av.KindVideo:
 		s.pushVideo(f)
 	case av.KindAudio:
@@ -281,11 +299,11 @@ func (s *segmenter) pushVideo(f *av.Frame) {
 		s.lastDelta = dts - s.lastVideo
 	}
 	if f.Keyframe {
-		if s.sess == nil || s.sess.vc != s.vc || s.sess.ac != s.acfg {
+		if s.sess == nil || s.sess.vc != s.vc || s.sess.ac != s.acfg || s.sess.publish != s.publish {
 			s.finishSegment(dts)
 			s.newSession(dts)
 		}
-		if s.cur == nil || dts-s.cur.start >= s.cfg.segMin || s.overflowing() {
+		if s.cur == nil || s.cuts(dts) || s.overflowing() {
 			s.finishSegment(dts)
 			s.startSegment(dts)
 		}
@@ -347,11 +365,11 @@ func (s *segmenter) pushAudio(f *av.Frame) {
 	ms := s.ext.ext(f.Timestamp)
 	if s.vc == nil {
 		// An audio-only stream: audio drives the segments.
-		if s.sess == nil || s.sess.ac != s.acfg || s.sess.vc != nil {
+		if s.sess == nil || s.sess.ac != s.acfg || s.sess.vc != nil || s.sess.publish != s.publish {
 			s.finishSegment(ms)
 			s.newSession(ms)
 		}
-		if s.cur == nil || ms-s.cur.start >= s.cfg.segMin || s.overflowing() {
+		if s.cur == nil || s.cuts(ms) || s.overflowing() {
 			s.finishSegment(ms)
 			s.startSegment(ms)
 		}
@@ -368,7 +386,11 @@ func (s *segmenter) pushAudio(f *av.Frame) {
 	// Count samples from an anchor; re-anchor when the RTMP clock and the
 	// sample count drift apart by more than 100 ms (a gap in the audio).
 	if !t.anchored || absDiff(pos, t.nextAudio) > uint64(ac.sampleRate/10) {
-		t.nextAudio = pos
+		// On the grid of whole frames: servers that joined the stream at
+		// different frames anchor alike (a millisecond timestamp is off
+		// the frame's sample position by less than half a frame).
+		fl := uint64(ac.frameLen)
+		t.nextAudio = (pos + fl/2) / fl * fl
 		t.anchored = true
 	}
 	dts := t.nextAudio
@@ -499,16 +521,41 @@ func (s *segmenter) cutParts(ms int64) {
 	s.version++
 }
 
+// cuts reports whether a keyframe (or, audio only, a frame) at ms starts a
+// new segment: the first one in a new SegmentMinDuration cell of the media
+// clock, at least half of SegmentMinDuration after the segment's start. The
+// choice depends on the media times alone, so servers that joined the
+// stream at different keyframes cut at the same ones after a segment or
+// two (with the usual GOP of SegmentMinDuration or more: at every keyframe).
+func (s *segmenter) cuts(ms int64) bool {
+	d := max(s.cfg.segMin, 1)
+	return ms/d > s.cur.start/d && ms-s.cur.start >= d/2
+}
+
 func (s *segmenter) newSession(ms int64) {
 	var id [4]byte
 	_, _ = rand.Read(id[:])
-	sess := &session{id: hex.EncodeToString(id[:]), vc: s.vc, ac: s.acfg, start: ms}
-	sess.period = sess.id
+	sess := &session{id: hex.EncodeToString(id[:]), vc: s.vc, ac: s.acfg, start: ms, publish: s.publish, first: s.sess == nil}
+	sess.tid = sess.id
+	if s.publish != "" {
+		sess.tid = s.commonID(0)
+	}
+	sess.period = sess.tid
 	if s.sess != nil {
 		s.disc++
-	} else if s.resume.resumes(s.vc, s.acfg, ms) {
-		sess.id = s.resume.sid
-		sess.period = s.resume.sid + "-" + strconv.Itoa(s.disc)
+	} else if s.resume.resumes(s.vc, s.acfg, s.publish, ms) {
+		sess.id, sess.tid = s.resume.sid, s.resume.tid
+		sess.period = sess.tid + "-" + strconv.Itoa(s.disc)
+	} else if s.resume != nil && sess.tid == s.resume.tid {
+		// Media times went back (or the parameters changed) under the same
+		// publish id: names by time could come back with other bytes.
+		sess.tid = s.commonID(s.disc)
+		sess.period = sess.tid
+	}
+	for salt := s.disc + 1; s.session(sess.tid) != nil || (s.sess != nil && s.sess.tid == sess.tid); salt++ {
+		// The same parameters again (A, B, A): Period ids must differ.
+		sess.tid = s.commonID(salt)
+		sess.period = sess.tid
 	}
 	sess.disc = s.disc
 	if s.vc != nil {
@@ -599,6 +646,9 @@ func (s *segmenter) finishSegment(ms int64) {
 		s.flushTrack(t, t.parts)
 	}
 	seg.dur = ms - seg.start
+	if seg.sess.nominal == 0 && seg.dur > 0 {
+		seg.sess.nominal = seg.dur
+	}
 	for r := Full; r < numRenditions; r++ {
 		if ts := seg.ts[r]; ts != nil {
 			ts.finish()
@@ -649,14 +699,19 @@ func (s *segmenter) complete() []*segment {
 	return segs
 }
 
-// session returns the session with the given id, the current one or one
+// commonID is the session id every server derives alike (see sessionID).
+func (s *segmenter) commonID(salt int) string {
+	return sessionID(s.key, s.publish, s.vc, s.acfg, salt)
+}
+
+// session returns the session with the given id (or tid), the current one or one
 // that kept segments still belong to, or nil.
 func (s *segmenter) session(sid string) *session {
-	if s.sess != nil && s.sess.id == sid {
+	if s.sess != nil && (s.sess.id == sid || s.sess.tid == sid) {
 		return s.sess
 	}
 	for _, seg := range s.segs {
-		if seg.sess.id == sid {
+		if seg.sess.id == sid || seg.sess.tid == sid {
 			return seg.sess
 		}
 	}

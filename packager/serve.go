@@ -16,7 +16,7 @@ func (st *stream) serve(w http.ResponseWriter, r *http.Request, req fileReq) {
 		st.servePlaylist(w, r, req)
 	case fileInit:
 		st.serveInit(w, r, req)
-	case fileSegment, fileTS, fileSegmentTime:
+	case fileSegment, fileTS, fileSegmentTime, fileSegmentIndex:
 		st.serveSegment(w, r, req)
 	case filePart:
 		st.servePart(w, r, req)
@@ -78,6 +78,9 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 		key = req.rend.String() + ".m3u8"
 	case fileManifest:
 		key, kind, ctype = "manifest.mpd|"+st.p.baseURL(r)+manifestDir(r, st.app, st.name), "dash", ctypeMPD
+		if wantsNumber(r, req) {
+			key = "number.mpd|" + st.p.baseURL(r) + manifestDir(r, st.app, st.name)
+		}
 	}
 	out, err := st.render(key, kind, func() ([]byte, error) {
 		switch req.kind {
@@ -86,7 +89,7 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 		case fileMedia:
 			return st.mediaPlaylist(req.rend)
 		}
-		return st.manifest(st.p.baseURL(r), manifestDir(r, st.app, st.name))
+		return st.renderMPD(st.p.baseURL(r), manifestDir(r, st.app, st.name), wantsNumber(r, req))
 	})
 	var body []byte
 	var etag string
@@ -110,7 +113,8 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 	h.Set("Vary", "Accept-Encoding")
 	if req.kind == fileManifest {
 		// The manifest's BaseURL and UTCTiming name the host asked for.
-		h.Set("Vary", "Accept-Encoding, X-Forwarded-Host, X-Forwarded-Proto")
+		// manifest.mpd is the $Number$ manifest for GStreamer (number.go).
+		h.Set("Vary", "Accept-Encoding, X-Forwarded-Host, X-Forwarded-Proto, User-Agent")
 	}
 	if gz {
 		h.Set("Content-Encoding", "gzip")
@@ -216,6 +220,9 @@ func (st *stream) serveInit(w http.ResponseWriter, r *http.Request, req fileReq)
 
 // lookup finds the segment a request names; st.mu is held.
 func (st *stream) lookup(req fileReq) *segment {
+	if req.kind == fileSegmentIndex {
+		return st.byIndex(req)
+	}
 	if req.kind != fileSegmentTime {
 		return st.seg.find(req.sid, req.n)
 	}
@@ -254,8 +261,11 @@ func (st *stream) lookup(req fileReq) *segment {
 // newest segment's start; st.mu is held.
 func (st *stream) upcoming(req fileReq) bool {
 	sess := st.seg.sess
-	if st.ended || sess == nil || sess.id != req.sid {
+	if st.ended || sess == nil || (sess.id != req.sid && sess.tid != req.sid) {
 		return false
+	}
+	if req.kind == fileSegmentIndex {
+		return st.indexUpcoming(req)
 	}
 	if req.kind != fileSegmentTime {
 		return req.n == st.seg.nextMSN
@@ -307,7 +317,7 @@ func (st *stream) segmentData(seg *segment, req fileReq) (data []byte, done, ok 
 // measure throughput by chunk).
 func (st *stream) serveSegment(w http.ResponseWriter, r *http.Request, req fileReq) {
 	var seg *segment
-	byNumber := req.kind != fileSegmentTime
+	byNumber := req.kind != fileSegmentTime && req.kind != fileSegmentIndex
 	err := st.waitFor(r.Context(), func() bool {
 		seg = st.lookup(req)
 		return seg != nil || byNumber || !st.upcoming(req)

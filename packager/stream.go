@@ -83,6 +83,7 @@ func (p *Packager) newStream(app, name string) *stream {
 		parts:      hls == HLSLowLatency,
 		ts:         hls == HLSMPEGTS,
 	}, st.log, p.now, rp)
+	st.seg.key = app + "/" + name
 	if rp != nil {
 		st.resumeAST = rp.ast
 	}
