@@ -154,6 +154,7 @@ type Conn struct {
 	stuckSince time.Time // the socket has taken nothing since
 	slowUntil  time.Time // the socket was full lately: feed it in small steps
 	failed     error     // a media source ended: close once its status is written
+	retry      bool      // the last service left something for a later round
 
 	lastAck   uint64
 	closed    chan struct{}
@@ -280,6 +281,21 @@ func (c *Conn) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.closeErr
+}
+
+// MediaReady tells the connection's writer that a media source has frames
+// pending: the hub calls it when a subscriber's queue stops being empty. It
+// never blocks. (The same as signalling Notify, without a channel per
+// connection when a Flusher writes it.)
+func (c *Conn) MediaReady() {
+	if c.worker != nil {
+		c.worker.mediaReady()
+		return
+	}
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
 }
 
 func (c *Conn) wake() {
@@ -624,11 +640,13 @@ func (c *Conn) service(now time.Time) bool {
 		return false
 	default:
 	}
+	c.retry = false
 	if c.writer.Pending() > 0 {
 		if !c.flushSome(now) {
 			return false
 		}
 		if c.writer.Pending() > 0 {
+			c.retry = true
 			c.mu.Lock()
 			binds := append(c.binds[:0], c.bindings...)
 			c.mu.Unlock()
@@ -649,9 +667,12 @@ func (c *Conn) service(now time.Time) bool {
 	// Gather and write until the socket is full, nothing is left, or a
 	// round's share is used up.
 	for range maxGathers {
-		closeAfter, _, failed := c.gather(now)
+		closeAfter, held, failed := c.gather(now)
 		if failed != nil {
 			c.failed = failed
+		}
+		if held {
+			c.retry = true // the hub's queue is not polled until then
 		}
 		if c.writer.Pending() == 0 {
 			if closeAfter || c.failed != nil {
@@ -671,6 +692,7 @@ func (c *Conn) service(now time.Time) bool {
 		if c.writer.Pending() > 0 {
 			c.recheck() // the socket is full: ask the kernel before more media
 			c.slowUntil = now.Add(time.Second)
+			c.retry = true
 			return true
 		}
 		if !full {

@@ -31,7 +31,11 @@ type Config struct {
 	BitrateKbps int           // video bitrate of the test stream (default 2500)
 	WorkDir     string        // for logs and the nginx prefix (default: a temp dir)
 	RelayConfig string        // configuration file for the relaymesh relay (optional)
-	Progress    io.Writer
+	// FloorDir is the source directory of the bare fan-out program; when
+	// it exists the floor is measured at every size in the same run
+	// (optional: the column is skipped without it).
+	FloorDir string
+	Progress io.Writer
 }
 
 // Result is one server at one swarm size.
@@ -49,6 +53,9 @@ type Result struct {
 	AllFirstVideoOK  bool    `json:"all_first_video_ok"`
 	ViewersWithGaps  int     `json:"viewers_with_gaps"`
 	MeanFramesPerSec float64 `json:"mean_frames_per_viewer_per_s"`
+	// HopLatency is what the server adds per hop: when a sampled viewer
+	// read a frame minus when a player reading the primary directly read it.
+	HopLatency LatencyStats `json:"hop_latency"`
 }
 
 // Report holds every result and the relaymesh/nginx ratios.
@@ -58,6 +65,12 @@ type Report struct {
 	Results     []Result  `json:"results"`
 	Ratios      []Ratio   `json:"ratios"`
 	Started     time.Time `json:"started"`
+	// Floor is the bare fan-out program at each size, or why it was skipped.
+	Floor        []FloorResult `json:"floor,omitempty"`
+	FloorSkipped string        `json:"floor_skipped,omitempty"`
+	// Load is the load average (1, 5, 15 min) at the start and at the end.
+	LoadStart string `json:"load_start"`
+	LoadEnd   string `json:"load_end"`
 }
 
 // Ratio compares relaymesh to nginx at one swarm size (below 1: relaymesh is cheaper).
@@ -65,6 +78,8 @@ type Ratio struct {
 	Viewers         int     `json:"viewers"`
 	CPUPerViewerMin float64 `json:"cpu_per_viewer_minute"`
 	RSS             float64 `json:"rss"`
+	// Floor is relaymesh's CPU per viewer-minute over the bare fan-out's (0: not measured).
+	Floor float64 `json:"floor,omitempty"`
 }
 
 func (c *Config) defaults() error {
@@ -82,7 +97,7 @@ func (c *Config) defaults() error {
 		c.Module = "/usr/lib/nginx/modules/ngx_rtmp_module.so"
 	}
 	if len(c.Viewers) == 0 {
-		c.Viewers = []int{500, 1000}
+		c.Viewers = []int{100, 400, 1000}
 	}
 	if c.Duration <= 0 {
 		c.Duration = 20 * time.Second
@@ -198,7 +213,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	time.Sleep(3 * time.Second)
-	rep := &Report{Duration: cfg.Duration.String(), BitrateKbps: cfg.BitrateKbps, Started: time.Now()}
+	rep := &Report{Duration: cfg.Duration.String(), BitrateKbps: cfg.BitrateKbps, Started: time.Now(), LoadStart: loadAverage()}
+	defer func() { rep.LoadEnd = loadAverage() }()
+	floorBin := ""
+	if cfg.FloorDir == "" {
+		rep.FloorSkipped = "no floor program given"
+	} else if b, err := buildFloor(ctx, cfg.FloorDir, cfg.WorkDir); err != nil {
+		rep.FloorSkipped = err.Error()
+	} else {
+		floorBin = b
+	}
+	primaryURL := "rtmp://" + primary + "/live/bench"
 	servers := []struct {
 		name string
 		addr string
@@ -211,7 +236,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		byServer := map[string]Result{}
 		for _, s := range servers {
 			fmt.Fprintf(cfg.Progress, "%s, %d viewers, %s\n", s.name, n, cfg.Duration)
-			r, err := measure(ctx, cfg, s.name, "rtmp://"+s.addr+"/live/bench", n, s.pids)
+			r, err := measure(ctx, cfg, s.name, "rtmp://"+s.addr+"/live/bench", primaryURL, n, s.pids)
 			if err != nil {
 				return rep, err
 			}
@@ -225,6 +250,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		if b.RSSMiB > 0 {
 			ratio.RSS = a.RSSMiB / b.RSSMiB
+		}
+		if floorBin != "" {
+			fmt.Fprintf(cfg.Progress, "floor (bare fan-out), %d viewers, %s\n", n, cfg.Duration)
+			fl, err := runFloor(ctx, floorBin, cfg.WorkDir, n, cfg.Duration)
+			if err != nil {
+				rep.FloorSkipped = err.Error()
+				floorBin = ""
+			} else {
+				rep.Floor = append(rep.Floor, fl)
+				if fl.CPUPerViewerMin > 0 {
+					ratio.Floor = a.CPUPerViewerMin / fl.CPUPerViewerMin
+				}
+			}
 		}
 		rep.Ratios = append(rep.Ratios, ratio)
 	}
@@ -272,13 +310,22 @@ func waitListening(ctx context.Context, addr string) error {
 
 // measure runs one swarm against one server and reads the server's CPU
 // time and memory around it.
-func measure(ctx context.Context, cfg Config, name, url string, n int, pids func() []int) (Result, error) {
+func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n int, pids func() []int) (Result, error) {
 	// Warm the edge up (its upstream pull) before measuring.
 	if _, err := swarm.Run(ctx, swarm.Config{URL: url, Viewers: 1, Duration: 3 * time.Second}); err != nil {
 		return Result{}, err
 	}
+	// A player on the primary itself, for the time each frame left it.
+	const ramp = 5 * time.Second
+	lat := newHopLatency(n)
+	refDone := make(chan error, 1)
+	go func() {
+		_, err := swarm.Run(ctx, swarm.Config{URL: primaryURL, Viewers: 1, Duration: ramp + cfg.Duration + 2*time.Second, OnMedia: lat.reference})
+		refDone <- err
+	}()
+	time.Sleep(time.Second)
 	cpu0 := cpuSeconds(pids())
-	sr, err := swarm.Run(ctx, swarm.Config{URL: url, Viewers: n, Ramp: 5 * time.Second, Duration: cfg.Duration, Progress: cfg.Progress})
+	sr, err := swarm.Run(ctx, swarm.Config{URL: url, Viewers: n, Ramp: ramp, Duration: cfg.Duration, Progress: cfg.Progress, OnMedia: lat.swarm})
 	if err != nil {
 		return Result{}, err
 	}
@@ -306,7 +353,24 @@ func measure(ctx context.Context, cfg Config, name, url string, n int, pids func
 	if sr.Connected > 0 {
 		r.MeanFramesPerSec = frames / float64(sr.Connected) / cfg.Duration.Seconds()
 	}
+	if err := <-refDone; err != nil {
+		return r, fmt.Errorf("reference player on the primary: %w", err)
+	}
+	r.HopLatency = lat.stats()
 	return r, nil
+}
+
+// loadAverage is the first three fields of /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // cpuSeconds sums user and system time of processes from /proc/PID/stat.

@@ -40,6 +40,11 @@ type Config struct {
 	// which is behind the live edge by design (that is what makes the first
 	// picture instant), and a slow player needs a while to skip past it.
 	Warmup time.Duration
+	// OnMedia, when set, is called by every player for each audio, video
+	// or data message it reads, with the time it read it (latency
+	// measurement). It is called from the players' goroutines at once and
+	// must be cheap.
+	OnMedia func(viewer int, typ uint8, ts uint32, at time.Time)
 	// Progress, when set, receives a progress line every second.
 	Progress io.Writer
 	Log      *slog.Logger
@@ -253,6 +258,9 @@ func play(ctx context.Context, cfg Config, u rtmp.URL, v *Viewer, live, frames, 
 			continue
 		}
 		now := time.Now()
+		if cfg.OnMedia != nil {
+			cfg.OnMedia(v.ID, m.Type, m.Timestamp, now)
+		}
 		v.Frames++
 		v.Bytes += int64(len(m.Payload))
 		frames.Add(1)
