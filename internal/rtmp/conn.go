@@ -155,6 +155,12 @@ type Conn struct {
 	slowUntil  time.Time // the socket was full lately: feed it in small steps
 	failed     error     // a media source ended: close once its status is written
 	retry      bool      // the last service left something for a later round
+	nextDue    time.Time // no media round for the connection before
+	// mediaPending: a media source has frames (MediaReady since the last
+	// service); relayLink: the peer is a downstream relay, whose link is
+	// written in whole write_batch rounds (see Flusher).
+	mediaPending atomic.Bool
+	relayLink    atomic.Bool
 
 	lastAck   uint64
 	closed    chan struct{}
@@ -289,6 +295,9 @@ func (c *Conn) Err() error {
 // connection when a Flusher writes it.)
 func (c *Conn) MediaReady() {
 	if c.worker != nil {
+		if !c.mediaPending.Load() {
+			c.mediaPending.Store(true)
+		}
 		c.worker.mediaReady()
 		return
 	}

@@ -15,16 +15,21 @@ import (
 // polled from the hub). Control messages do not wait for a round: queueing
 // one serves its connection at once.
 //
-// Rounds are adaptive. A worker sleeps, with no timer armed, while none of
-// its connections has anything pending; the first frame queued for one of
-// them schedules a round (one timer per worker). How far apart rounds are
-// depends on how many connections the worker owns: with few, a round follows
-// the frame after Coalesce, so a small audience gets frames with little added
-// latency and a worker's fixed cost (a wake-up per round) stays small
-// because it has little to do; with many, rounds are at least
-// Gap(connections) apart, up to Interval, because then each round's writev
-// per connection carries several frames: the cost of a round is per
-// connection, and batching is what pays.
+// Rounds are adaptive. A worker sleeps while none of its connections has
+// anything to write (no timer but a housekeeping one every second, no work
+// for idle connections); the first frame queued for one of them schedules a
+// round Coalesce later (one timer per worker), so that frames arriving
+// together go out together. A connection then gets media at most every
+// Gap(connections of its worker): with few viewers that is a few
+// milliseconds, so a small audience gets frames with little added latency;
+// with many it grows to nearly Interval, because each round's writev per
+// connection then carries several frames, and batching is what pays.
+//
+// A downstream relay's link is written in whole rounds (Interval apart)
+// whatever the audience: batching there pays at every viewer behind it, and
+// it costs latency once per tree rather than once per hop, because a relay
+// writes each round it receives to its viewers as it comes (its Gap is
+// below Interval).
 //
 // What a round saves over a goroutine per viewer is the scheduling: with a
 // thousand viewers of one stream, one wake-up per worker and round instead of
@@ -100,13 +105,17 @@ func NewAdaptiveFlusher(ctx context.Context, interval time.Duration, cfg Flusher
 // Interval is the longest time between two rounds that write media.
 func (f *Flusher) Interval() time.Duration { return f.interval }
 
-// Gap is the shortest time between the rounds of a worker that owns n
-// connections: Interval × n / FullBatchConns, at most Interval.
+// Gap is the shortest time between two media rounds of a viewer's
+// connection on a worker that owns n connections: 9/10 of Interval ×
+// n / FullBatchConns, at most 9/10 of Interval. A little under Interval, so
+// that a relay fed in whole rounds by its upstream (they come Interval
+// apart) writes each of them to its viewers as it arrives.
 func (f *Flusher) Gap(n int) time.Duration {
+	full := f.interval * 9 / 10
 	if n >= f.cfg.FullBatchConns {
-		return f.interval
+		return full
 	}
-	return time.Duration(int64(f.interval) * int64(n) / int64(f.cfg.FullBatchConns))
+	return time.Duration(int64(full) * int64(n) / int64(f.cfg.FullBatchConns))
 }
 
 // attach hands c's writes to a worker: the least loaded of the first few,
@@ -187,16 +196,16 @@ func (w *flushWorker) run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var (
-		urgent    []*Conn
-		due       time.Time // when the scheduled round runs; zero: none
-		lastRound time.Time
+		urgent   []*Conn
+		due      time.Time // when the scheduled round runs; zero: none
+		lastFull time.Time // the last round that looked at every connection
 	)
 	schedule := func(now, at time.Time) {
 		if !due.IsZero() && !at.Before(due) {
 			return
 		}
 		due = at
-		timer.Reset(at.Sub(now))
+		timer.Reset(max(at.Sub(now), 0))
 	}
 	for {
 		select {
@@ -223,11 +232,7 @@ func (w *flushWorker) run(ctx context.Context) {
 				schedule(now, now.Add(w.f.interval))
 			}
 			if w.media.Load() {
-				at := now.Add(w.f.cfg.Coalesce)
-				if g := lastRound.Add(w.f.Gap(len(w.conns))); g.After(at) {
-					at = g
-				}
-				schedule(now, at)
+				schedule(now, now.Add(w.f.cfg.Coalesce))
 			}
 		case <-timer.C:
 			due = time.Time{}
@@ -235,14 +240,21 @@ func (w *flushWorker) run(ctx context.Context) {
 			// round; those queued before are written by this one.
 			w.media.Store(false)
 			now := time.Now()
-			lastRound = now
-			if w.round(now) {
+			all := now.Sub(lastFull) >= housekeeping
+			if all {
+				lastFull = now
+			}
+			next, again := w.round(now, all)
+			if again {
 				// Something stayed pending (a full socket, media held back
 				// for a slow peer): come back, though no new frame may wake us.
 				schedule(now, now.Add(w.f.interval))
 			}
+			if !next.IsZero() {
+				schedule(now, next) // connections with frames not due yet
+			}
 		}
-		if due.IsZero() && w.idleConns() {
+		if due.IsZero() && w.owned.Load() > 0 {
 			// Nothing pending, but connections to look after: forget the
 			// closed ones now and then.
 			now := time.Now()
@@ -251,23 +263,47 @@ func (w *flushWorker) run(ctx context.Context) {
 	}
 }
 
-// housekeeping is how often a worker with connections but nothing to write
-// runs a round anyway (closed connections are forgotten in rounds).
+// housekeeping is how often a worker looks at every connection it owns,
+// pending or not (closed connections are forgotten then), and the longest
+// it sleeps while it owns any.
 const housekeeping = time.Second
 
-// idleConns reports whether the worker owns connections.
-func (w *flushWorker) idleConns() bool { return w.owned.Load() > 0 }
-
-// round serves every connection once and forgets the closed ones. It
-// reports whether a connection needs another round without new frames.
-func (w *flushWorker) round(now time.Time) (again bool) {
+// round serves the connections that have something to write and are due
+// (every connection when all is set) and forgets the closed ones. It
+// returns when the earliest connection with frames that was not due yet
+// is, and whether a connection needs another round without new frames.
+func (w *flushWorker) round(now time.Time, all bool) (next time.Time, again bool) {
 	w.mu.Lock()
 	w.conns = append(w.conns, w.incoming...)
 	clear(w.incoming)
 	w.incoming = w.incoming[:0]
 	w.mu.Unlock()
+	gap := w.f.Gap(len(w.conns))
 	kept := w.conns[:0]
 	for _, c := range w.conns {
+		pending := c.mediaPending.Load()
+		if !all && !c.retry && !pending {
+			kept = append(kept, c) // nothing to write: no work
+			continue
+		}
+		if pending && !c.retry && now.Before(c.nextDue) {
+			kept = append(kept, c)
+			if next.IsZero() || c.nextDue.Before(next) {
+				next = c.nextDue
+			}
+			continue
+		}
+		if pending {
+			c.mediaPending.Store(false)
+			if c.relayLink.Load() {
+				// On a grid of Interval shared by every worker, so that all
+				// relays' links (and whatever reads like one) get the same
+				// rounds.
+				c.nextDue = now.Truncate(w.f.interval).Add(w.f.interval)
+			} else {
+				c.nextDue = now.Add(gap)
+			}
+		}
 		if c.service(now) {
 			kept = append(kept, c)
 			if c.retry {
@@ -280,7 +316,7 @@ func (w *flushWorker) round(now time.Time) (again bool) {
 	}
 	clear(w.conns[len(kept):])
 	w.conns = kept
-	return again
+	return next, again
 }
 
 func (w *flushWorker) stop() {

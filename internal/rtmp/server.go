@@ -307,6 +307,7 @@ func (s *Session) connect(ctx context.Context, h Handler, cmd *Command) error {
 	s.Connect = req
 	s.Log = s.Log.With("app", req.App)
 	c := s.Conn
+	c.relayLink.Store(req.FromRelay())
 	_ = c.Send(windowAckMessage(c.cfg.WindowAckSize))
 	_ = c.Send(peerBandwidthMessage(c.cfg.WindowAckSize))
 	_ = c.Send(chunkSizeMessage(DefaultChunkSize))

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relaymesh/relaymesh/internal/rtmp"
 	"github.com/relaymesh/relaymesh/loadtest/swarm"
 )
 
@@ -315,12 +316,19 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 	if _, err := swarm.Run(ctx, swarm.Config{URL: url, Viewers: 1, Duration: 3 * time.Second}); err != nil {
 		return Result{}, err
 	}
-	// A player on the primary itself, for the time each frame left it.
+	// A player on the primary itself, for the time each frame left it
+	// towards the edge: marked as a relay when the edge is relaymesh's
+	// relay (the primary writes relays' links in whole rounds), a plain
+	// player like nginx-rtmp's pull otherwise.
 	const ramp = 5 * time.Second
 	lat := newHopLatency(n)
 	refDone := make(chan error, 1)
+	var props map[string]any
+	if name == "relaymesh" {
+		props = map[string]any{rtmp.RelayMarker: "latency-reference"}
+	}
 	go func() {
-		_, err := swarm.Run(ctx, swarm.Config{URL: primaryURL, Viewers: 1, Duration: ramp + cfg.Duration + 2*time.Second, OnMedia: lat.reference})
+		_, err := swarm.Run(ctx, swarm.Config{URL: primaryURL, Viewers: 1, Duration: ramp + cfg.Duration + 2*time.Second, OnMedia: lat.reference, ConnectProps: props})
 		refDone <- err
 	}()
 	time.Sleep(time.Second)

@@ -45,6 +45,9 @@ type Config struct {
 	// measurement). It is called from the players' goroutines at once and
 	// must be cheap.
 	OnMedia func(viewer int, typ uint8, ts uint32, at time.Time)
+	// ConnectProps are extra properties of the players' connect command
+	// (rtmp.RelayMarker makes a player read like a downstream relay).
+	ConnectProps map[string]any
 	// Progress, when set, receives a progress line every second.
 	Progress io.Writer
 	Log      *slog.Logger
@@ -215,7 +218,7 @@ func play(ctx context.Context, cfg Config, u rtmp.URL, v *Viewer, live, frames, 
 		bytesPerSec := float64(cfg.SlowRate) / 8
 		nc = &throttled{Conn: nc, lim: rate.NewLimiter(rate.Limit(bytesPerSec), 4096), ctx: ctx}
 	}
-	cc, err := rtmp.DialConn(ctx, nc, u, rtmp.ConnConfig{ReadTimeout: 15 * time.Second}, cfg.Log)
+	cc, err := rtmp.DialConn(ctx, nc, u, rtmp.ConnConfig{ReadTimeout: 15 * time.Second, ConnectProps: cfg.ConnectProps}, cfg.Log)
 	if err != nil {
 		v.Error = err.Error()
 		nc.Close()
