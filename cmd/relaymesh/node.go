@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"runtime/debug"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -91,7 +93,18 @@ func packagerConfig(c config.HLS, log *slog.Logger, reg prometheus.Registerer) (
 	return pc, nil
 }
 
+// serverGCPercent is the garbage collector's target of a server unless
+// GOGC is set: a server's live heap is mostly connection state that lives
+// as long as its viewers, and it allocates little (a frame's payload, once
+// per stream), so a heap kept near its live size costs little CPU and a
+// good part of the memory (the runtime's default, 100, lets it grow to
+// twice its live size).
+const serverGCPercent = 25
+
 func newNode(cfg config.Config, log *slog.Logger) (*node, error) {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(serverGCPercent)
+	}
 	rtmpLn, err := net.Listen("tcp", cfg.RTMP.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("rtmp listen (rtmp.listen, --rtmp): %w", err)

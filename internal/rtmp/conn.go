@@ -848,6 +848,7 @@ func setBufferLengthMessage(streamID, ms uint32) Message {
 }
 
 // readBuffer is the size of a connection's read buffer. Viewers send
-// little; a publisher's large chunks bypass the buffer (bufio reads straight
-// into the message when the buffer is empty and the read is larger).
-const readBuffer = 4 << 10
+// little (a thousand of them would keep 4 MiB in 4 KiB buffers); a
+// publisher's large chunks bypass the buffer (bufio reads straight into the
+// message when the buffer is empty and the read is larger).
+const readBuffer = 1 << 10
