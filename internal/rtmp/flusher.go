@@ -144,10 +144,11 @@ func (f *Flusher) attach(c *Conn) *flushWorker {
 // flushWorker owns the writes of its connections: only its goroutine calls
 // their service method.
 type flushWorker struct {
-	f     *Flusher
-	wake  chan struct{} // cap 1: a connection has something urgent, or media is pending
-	media atomic.Bool   // media was queued for a connection since the last round
-	owned atomic.Int32  // connections attached and not yet forgotten
+	f      *Flusher
+	wake   chan struct{} // cap 1: a connection has something urgent, or media is pending
+	media  atomic.Bool   // media was queued for a connection since the last round
+	owned  atomic.Int32  // connections attached and not yet forgotten
+	rounds atomic.Uint64 // rounds run (tests)
 
 	mu       sync.Mutex
 	incoming []*Conn // attached since the last round
@@ -273,6 +274,7 @@ const housekeeping = time.Second
 // returns when the earliest connection with frames that was not due yet
 // is, and whether a connection needs another round without new frames.
 func (w *flushWorker) round(now time.Time, all bool) (next time.Time, again bool) {
+	w.rounds.Add(1)
 	w.mu.Lock()
 	w.conns = append(w.conns, w.incoming...)
 	clear(w.incoming)
