@@ -333,11 +333,36 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 	}()
 	time.Sleep(time.Second)
 	cpu0 := cpuSeconds(pids())
+	// RSS is the largest of once a second while every viewer plays (read
+	// after the swarm, it would count the servers with their viewers gone).
+	peak := make(chan float64, 1)
+	stopRSS := make(chan struct{})
+	go func() {
+		var m float64
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		steady := time.After(ramp + time.Second)
+		sampling := false
+		for {
+			select {
+			case <-stopRSS:
+				peak <- m
+				return
+			case <-steady:
+				sampling = true
+			case <-t.C:
+				if sampling {
+					m = max(m, rssMiB(pids()))
+				}
+			}
+		}
+	}()
 	sr, err := swarm.Run(ctx, swarm.Config{URL: url, Viewers: n, Ramp: ramp, Duration: cfg.Duration, Progress: cfg.Progress, OnMedia: lat.swarm})
+	close(stopRSS)
+	rss := <-peak
 	if err != nil {
 		return Result{}, err
 	}
-	rss := rssMiB(pids())
 	cpu := cpuSeconds(pids()) - cpu0
 	wall := sr.Elapsed
 	r := Result{
