@@ -36,6 +36,7 @@ func (s *Subscriber) takeLocked(dst []*av.Frame, maxBytes int) []*av.Frame {
 	s.sent += uint64(len(dst) - n)
 	if s.q.n == 0 {
 		s.behind = false // the reader caught up with the live edge
+		s.q.shrink()
 	}
 	return dst
 }
