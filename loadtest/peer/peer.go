@@ -328,43 +328,49 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 		props = map[string]any{rtmp.RelayMarker: "latency-reference"}
 	}
 	go func() {
-		_, err := swarm.Run(ctx, swarm.Config{URL: primaryURL, Viewers: 1, Duration: ramp + cfg.Duration + 2*time.Second, OnMedia: lat.reference, ConnectProps: props})
+		_, err := swarm.Run(ctx, swarm.Config{URL: primaryURL, Viewers: 1, Duration: 2*ramp + cfg.Duration + 5*time.Second, OnMedia: lat.reference, ConnectProps: props})
 		refDone <- err
 	}()
 	time.Sleep(time.Second)
-	cpu0 := cpuSeconds(pids())
-	// RSS is the largest of once a second while every viewer plays (read
-	// after the swarm, it would count the servers with their viewers gone).
-	peak := make(chan float64, 1)
-	stopRSS := make(chan struct{})
+	// Every player plays Duration past the end of the ramp: the server's
+	// CPU is read over those Duration seconds with every viewer playing
+	// (steady: no handshakes, no join bursts, the same way the floor is
+	// measured), and its RSS is the largest of once a second then.
+	type steady struct{ cpu, rss float64 }
+	window := make(chan steady, 1)
 	go func() {
+		select {
+		case <-ctx.Done():
+			window <- steady{}
+			return
+		case <-time.After(ramp + time.Second):
+		}
+		cpu0 := cpuSeconds(pids())
 		var m float64
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
-		steady := time.After(ramp + time.Second)
-		sampling := false
+		end := time.After(cfg.Duration)
 		for {
 			select {
-			case <-stopRSS:
-				peak <- m
+			case <-ctx.Done():
+				window <- steady{}
 				return
-			case <-steady:
-				sampling = true
+			case <-end:
+				window <- steady{cpuSeconds(pids()) - cpu0, max(m, rssMiB(pids()))}
+				return
 			case <-t.C:
-				if sampling {
-					m = max(m, rssMiB(pids()))
-				}
+				m = max(m, rssMiB(pids()))
 			}
 		}
 	}()
-	sr, err := swarm.Run(ctx, swarm.Config{URL: url, Viewers: n, Ramp: ramp, Duration: cfg.Duration, Progress: cfg.Progress, OnMedia: lat.swarm})
-	close(stopRSS)
-	rss := <-peak
+	play := ramp + cfg.Duration + 2*time.Second
+	sr, err := swarm.Run(ctx, swarm.Config{URL: url, Viewers: n, Ramp: ramp, Duration: play, Progress: cfg.Progress, OnMedia: lat.swarm})
+	w := <-window
 	if err != nil {
 		return Result{}, err
 	}
-	cpu := cpuSeconds(pids()) - cpu0
-	wall := sr.Elapsed
+	cpu, rss := w.cpu, w.rss
+	wall := cfg.Duration.Seconds()
 	r := Result{
 		Server: name, Viewers: n, Connected: sr.Connected, CPUSeconds: cpu, RSSMiB: rss,
 		DeliveredMbps: sr.Mbps, FirstFrameP50: sr.FirstFrameP50, FirstFrameP99: sr.FirstFrameP99,
@@ -384,7 +390,7 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 		frames += float64(v.Frames)
 	}
 	if sr.Connected > 0 {
-		r.MeanFramesPerSec = frames / float64(sr.Connected) / cfg.Duration.Seconds()
+		r.MeanFramesPerSec = frames / float64(sr.Connected) / play.Seconds()
 	}
 	if err := <-refDone; err != nil {
 		return r, fmt.Errorf("reference player on the primary: %w", err)
