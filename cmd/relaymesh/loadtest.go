@@ -105,6 +105,7 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 	kbps := fs.Int("kbps", 2500, "video bitrate of the test stream")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	relayConfig := fs.String("relay-config", "", "configuration file for the relaymesh relay under test")
+	bin := fs.String("bin", "", "relaymesh binary run as the primary and the relay under test (default: this one), to compare builds")
 	floor := fs.String("floor", "", "source directory of the bare fan-out program (measured beside the servers at each size; skipped when absent)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -117,7 +118,7 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 		}
 		sizes = append(sizes, n)
 	}
-	r, err := peer.Run(ctx, peer.Config{Viewers: sizes, Duration: *duration, BitrateKbps: *kbps, Progress: os.Stderr, RelayConfig: *relayConfig, FloorDir: *floor})
+	r, err := peer.Run(ctx, peer.Config{Viewers: sizes, Duration: *duration, BitrateKbps: *kbps, Progress: os.Stderr, RelayConfig: *relayConfig, FloorDir: *floor, Bin: *bin})
 	if err != nil {
 		return err
 	}
