@@ -18,6 +18,9 @@ type Server struct {
 	Log     *slog.Logger
 	// MaxConns bounds concurrent connections (0: unlimited).
 	MaxConns int
+	// Rounds tunes the rounds in which connections are written when
+	// Conn.WriteBatch is set.
+	Rounds rtmp.FlusherConfig
 
 	mu     sync.Mutex
 	active int
@@ -40,7 +43,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	if cc.WriteBatch > 0 && cc.Flusher == nil {
 		// Write every connection in rounds of WriteBatch from a few
 		// workers rather than from a goroutine per viewer.
-		cc.Flusher = rtmp.NewFlusher(connCtx, cc.WriteBatch, 0)
+		cc.Flusher = rtmp.NewAdaptiveFlusher(connCtx, cc.WriteBatch, s.Rounds)
 	}
 	go func() {
 		<-ctx.Done()

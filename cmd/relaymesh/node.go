@@ -141,7 +141,8 @@ func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 		return err
 	}
 	h = counts.Wrap(h)
-	n.server = &relay.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections}
+	n.server = &relay.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections,
+		Rounds: rtmp.FlusherConfig{Whole: n.cfg.RTMP.WholeRounds}}
 	pc, err := packagerConfig(n.cfg.HLS, n.log.With("component", "packager"), n.http.Registry)
 	if err != nil {
 		return err

@@ -129,6 +129,7 @@ type RTMP struct {
 	Grace            time.Duration `yaml:"grace"`              // viewers wait this long for a stopped broadcaster (default 30s)
 	Drain            time.Duration `yaml:"drain"`              // on SIGTERM, connections get this long to finish (default 5s)
 	WriteBatch       time.Duration `yaml:"write_batch"`        // write viewers in rounds this far apart (default 100ms; 0: each frame at once)
+	WholeRounds      bool          `yaml:"whole_rounds"`       // every connection in whole write_batch rounds, as a relay's link (default false: adaptive)
 }
 
 // HTTP configures the HTTP listener (/healthz, /metrics, /api/v1/streams).

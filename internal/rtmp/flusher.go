@@ -62,6 +62,10 @@ type FlusherConfig struct {
 	// rounds are a whole Interval apart; below, the gap shrinks in
 	// proportion (default 512).
 	FullBatchConns int
+	// Whole writes every connection like a downstream relay's link: in
+	// whole rounds, Interval apart on the shared grid, whatever the
+	// audience (a fixed round, for comparisons).
+	Whole bool
 }
 
 func (c FlusherConfig) withDefaults() FlusherConfig {
@@ -297,7 +301,7 @@ func (w *flushWorker) round(now time.Time, all bool) (next time.Time, again bool
 		}
 		if pending {
 			c.mediaPending.Store(false)
-			if c.relayLink.Load() {
+			if w.f.cfg.Whole || c.relayLink.Load() {
 				// On a grid of Interval shared by every worker, so that all
 				// relays' links (and whatever reads like one) get the same
 				// rounds.
