@@ -106,6 +106,7 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	relayConfig := fs.String("relay-config", "", "configuration file for the relaymesh relay under test")
 	bin := fs.String("bin", "", "relaymesh binary run as the primary and the relay under test (default: this one), to compare builds")
+	primaryAdaptive := fs.Bool("primary-adaptive", false, "leave the primary's write rounds adaptive (default: every link in whole rounds, so both edges get the same input; needed for builds without rtmp.whole_rounds)")
 	floor := fs.String("floor", "", "source directory of the bare fan-out program (measured beside the servers at each size; skipped when absent)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -118,7 +119,7 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 		}
 		sizes = append(sizes, n)
 	}
-	r, err := peer.Run(ctx, peer.Config{Viewers: sizes, Duration: *duration, BitrateKbps: *kbps, Progress: os.Stderr, RelayConfig: *relayConfig, FloorDir: *floor, Bin: *bin})
+	r, err := peer.Run(ctx, peer.Config{Viewers: sizes, Duration: *duration, BitrateKbps: *kbps, Progress: os.Stderr, RelayConfig: *relayConfig, FloorDir: *floor, Bin: *bin, PrimaryAdaptive: *primaryAdaptive})
 	if err != nil {
 		return err
 	}

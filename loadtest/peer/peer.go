@@ -36,6 +36,10 @@ type Config struct {
 	// it exists the floor is measured at every size in the same run
 	// (optional: the column is skipped without it).
 	FloorDir string
+	// PrimaryAdaptive leaves the primary's rounds adaptive instead of
+	// writing every link in whole rounds (builds before rtmp.whole_rounds
+	// do that anyway and refuse the key).
+	PrimaryAdaptive bool
 	Progress io.Writer
 }
 
@@ -186,7 +190,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// (with adaptive rounds a plain player like nginx-rtmp's pull would get
 	// each frame as it comes, which costs nginx-rtmp ~40 % more CPU).
 	primaryConf := filepath.Join(cfg.WorkDir, "primary.yaml")
-	if err := os.WriteFile(primaryConf, []byte("rtmp:\n  whole_rounds: true\n"), 0o644); err != nil {
+	pconf := "rtmp:\n  whole_rounds: true\n"
+	if cfg.PrimaryAdaptive {
+		pconf = "{}\n"
+	}
+	if err := os.WriteFile(primaryConf, []byte(pconf), 0o644); err != nil {
 		return nil, err
 	}
 	if _, err := start(cfg.Bin, "primary", "--config", primaryConf, "--rtmp", primary, "--http", primaryHTTP, "--open", "--log-level", "warn"); err != nil {
