@@ -40,7 +40,7 @@ type Config struct {
 	// writing every link in whole rounds (builds before rtmp.whole_rounds
 	// do that anyway and refuse the key).
 	PrimaryAdaptive bool
-	Progress io.Writer
+	Progress        io.Writer
 }
 
 // Result is one server at one swarm size.
