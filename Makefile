@@ -5,8 +5,11 @@ PKGS      ?= ./...
 FUZZTIME  ?= 30s
 # Brief fuzzing inside `make test`; `make fuzz` runs each target for FUZZTIME.
 TESTFUZZTIME ?= 3s
-PEER_VIEWERS  ?= 500,1000
+PEER_VIEWERS  ?= 100,400,1000
 PEER_DURATION ?= 20s
+# The bare fan-out program, measured beside the servers when it is checked
+# out next to the repository (bench-peer skips that column without it).
+FLOOR_DIR     ?= ../shared/bench/fanlimit
 # Extra linker flags of make build (the container build sets the revision).
 LDFLAGS   ?=
 IMAGE     ?= relaymesh:latest
@@ -82,7 +85,7 @@ bench-peer: build
 	@command -v nginx >/dev/null 2>&1 && [ -e /usr/lib/nginx/modules/ngx_rtmp_module.so ] || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx libnginx-mod-rtmp; }
 	@command -v ffmpeg >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg; }
-	./$(BIN) loadtest peer --viewers $(PEER_VIEWERS) --duration $(PEER_DURATION)
+	./$(BIN) loadtest peer --viewers $(PEER_VIEWERS) --duration $(PEER_DURATION) --floor $(FLOOR_DIR)
 
 # HLS serving: a relaymesh relay vs an nginx-rtmp edge with hls on, plain
 # HLS clients (playlists every 0.5 s, each whole segment once) on both at

@@ -103,7 +103,7 @@ func (h *Handler) Play(ctx context.Context, s *rtmp.Session, req *rtmp.StreamReq
 		kind = "relay"
 	}
 	s.Log.Debug("subscribing", "stream", req.App+"/"+req.Name, "as", kind)
-	return newViewer(hb, s.Notify(), hub.SubscribeOptions{Lossless: IsRelay(s), ID: s.ID, Addr: s.RemoteAddr()}, h.o.Grace), nil
+	return newViewer(hb, s.MediaReady, hub.SubscribeOptions{Lossless: IsRelay(s), ID: s.ID, Addr: s.RemoteAddr()}, h.o.Grace), nil
 }
 
 // published reports whether a primary's hub has a broadcaster, or viewers

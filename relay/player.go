@@ -16,10 +16,10 @@ import (
 // the viewer stays connected for the grace period, and is told the stream
 // stopped only when nobody publishes again in time.
 type viewer struct {
-	sub    *hub.Subscriber
-	h      *hub.Hub
-	notify chan struct{}
-	grace  time.Duration
+	sub   *hub.Subscriber
+	h     *hub.Hub
+	wake  func() // the connection's writer: frames are pending
+	grace time.Duration
 
 	expired atomic.Bool
 	mu      sync.Mutex
@@ -42,9 +42,9 @@ func reasoned(err error) error {
 	return err
 }
 
-func newViewer(h *hub.Hub, notify chan struct{}, o hub.SubscribeOptions, grace time.Duration) *viewer {
-	o.Notify = notify
-	v := &viewer{h: h, notify: notify, grace: grace}
+func newViewer(h *hub.Hub, wake func(), o hub.SubscribeOptions, grace time.Duration) *viewer {
+	o.Wake = wake
+	v := &viewer{h: h, wake: wake, grace: grace}
 	v.sub = h.Subscribe(o)
 	if !h.Live() {
 		v.armGrace()
@@ -63,10 +63,7 @@ func (v *viewer) armGrace() {
 	}
 	v.timer = time.AfterFunc(v.grace, func() {
 		v.expired.Store(true)
-		select {
-		case v.notify <- struct{}{}:
-		default:
-		}
+		v.wake()
 	})
 }
 

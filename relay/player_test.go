@@ -19,7 +19,7 @@ func TestViewerCloseReasons(t *testing.T) {
 	}{{false, rtmp.ReasonTooSlow}, {true, rtmp.ReasonOverflow}} {
 		h := reg.Acquire("live", c.want)
 		h.Begin(hub.PublisherInfo{})
-		v := newViewer(h, make(chan struct{}, 1), hub.SubscribeOptions{Lossless: c.lossless}, time.Minute)
+		v := newViewer(h, func() {}, hub.SubscribeOptions{Lossless: c.lossless}, time.Minute)
 		h.Write(av.KindVideo, 0, []byte{0x17, 1, 0, 0, 0, 0, 0, 0, 1, 0x65})
 		for ts := uint32(0); ts < 100 && v.Err() == nil; ts++ {
 			h.Write(av.KindData, ts, []byte{2, 0, 1, 'x'}) // never dropped: overflows the queue
@@ -35,7 +35,7 @@ func TestViewerCloseReasons(t *testing.T) {
 	}
 
 	h := reg.Acquire("live", "ended")
-	v := newViewer(h, make(chan struct{}, 1), hub.SubscribeOptions{}, time.Millisecond)
+	v := newViewer(h, func() {}, hub.SubscribeOptions{}, time.Millisecond)
 	defer v.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for v.Err() == nil && time.Now().Before(deadline) {

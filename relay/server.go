@@ -25,6 +25,9 @@ type Server struct {
 	Leave rtmp.LeaveNotice
 	// Skip, when set, excludes sessions from the notice (downstream relays).
 	Skip func(*rtmp.Session) bool
+	// Rounds tunes the rounds in which connections are written when
+	// Conn.WriteBatch is set.
+	Rounds rtmp.FlusherConfig
 
 	mu     sync.Mutex
 	active int
@@ -52,7 +55,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	if cc.WriteBatch > 0 && cc.Flusher == nil {
 		// Write every connection in rounds of WriteBatch from a few
 		// workers rather than from a goroutine per viewer.
-		cc.Flusher = rtmp.NewFlusher(connCtx, cc.WriteBatch, 0)
+		cc.Flusher = rtmp.NewAdaptiveFlusher(connCtx, cc.WriteBatch, s.Rounds)
 	}
 	drainEnd := make(chan time.Time, 1)
 	go func() {

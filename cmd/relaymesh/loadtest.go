@@ -122,13 +122,16 @@ func parseRate(s string) (int64, error) {
 func runLoadtestPeer(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("loadtest peer", flag.ContinueOnError)
 	proto := fs.String("proto", "rtmp", "what the viewers play: rtmp, or hls (nginx-rtmp with hls on, plain HLS clients)")
-	viewers := fs.String("viewers", "500,1000", "comma-separated swarm sizes (hls: default 1,20)")
+	viewers := fs.String("viewers", "100,400,1000", "comma-separated swarm sizes (hls: default 1,20)")
 	duration := fs.Duration("duration", 20*time.Second, "how long each swarm plays from each server (hls: the window, default 60s)")
 	kbps := fs.Int("kbps", 2500, "video bitrate of the test stream")
 	reload := fs.Duration("reload", 500*time.Millisecond, "hls: playlist reload interval of the clients")
 	fragment := fs.Duration("fragment", 2*time.Second, "hls: nginx-rtmp's hls_fragment")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	relayConfig := fs.String("relay-config", "", "configuration file for the relaymesh relay under test")
+	bin := fs.String("bin", "", "relaymesh binary run as the primary and the relay under test (default: this one), to compare builds")
+	primaryAdaptive := fs.Bool("primary-adaptive", false, "leave the primary's write rounds adaptive (default: every link in whole rounds, so both edges get the same input; needed for builds without rtmp.whole_rounds)")
+	floor := fs.String("floor", "", "source directory of the bare fan-out program (measured beside the servers at each size; skipped when absent)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -153,7 +156,7 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 		sizes = append(sizes, n)
 	}
 	cfg := peer.Config{Viewers: sizes, Duration: *duration, BitrateKbps: *kbps, Progress: os.Stderr, RelayConfig: *relayConfig,
-		Reload: *reload, Fragment: *fragment}
+		Reload: *reload, Fragment: *fragment, FloorDir: *floor, Bin: *bin, PrimaryAdaptive: *primaryAdaptive}
 	if *proto == "hls" {
 		r, err := peer.RunHLS(ctx, cfg)
 		if err != nil {
@@ -187,12 +190,24 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 	if *asJSON {
 		return json.NewEncoder(os.Stdout).Encode(r)
 	}
-	fmt.Printf("%-11s %7s %9s %12s %8s %10s %10s %9s %9s %5s\n", "server", "viewers", "connected", "cpu-s/v-min", "RSS MiB", "Mbit/s", "Mbit/s/core", "ff p50 ms", "ff p99 ms", "gaps")
+	fmt.Printf("load average at start %s, at end %s\n", r.LoadStart, r.LoadEnd)
+	fmt.Printf("%-11s %7s %9s %12s %8s %10s %10s %9s %9s %5s %9s %9s\n", "server", "viewers", "connected", "cpu-s/v-min", "RSS MiB", "Mbit/s", "Mbit/s/core", "ff p50 ms", "ff p99 ms", "gaps", "hop p50", "hop p99")
 	for _, x := range r.Results {
-		fmt.Printf("%-11s %7d %9d %12.4f %8.1f %10.0f %10.0f %9.0f %9.0f %5d\n", x.Server, x.Viewers, x.Connected, x.CPUPerViewerMin, x.RSSMiB, x.DeliveredMbps, x.MbpsPerCore, x.FirstFrameP50, x.FirstFrameP99, x.ViewersWithGaps)
+		fmt.Printf("%-11s %7d %9d %12.4f %8.1f %10.0f %10.0f %9.0f %9.0f %5d %9.1f %9.1f\n", x.Server, x.Viewers, x.Connected, x.CPUPerViewerMin, x.RSSMiB, x.DeliveredMbps, x.MbpsPerCore, x.FirstFrameP50, x.FirstFrameP99, x.ViewersWithGaps, x.HopLatency.P50, x.HopLatency.P99)
+	}
+	for _, x := range r.Floor {
+		fmt.Printf("%-11s %7d %9s %12.4f %8s %10.0f   (bare fan-out, %s)\n", "floor", x.Viewers, "", x.CPUPerViewerMin, "", x.DeliveredMbps, x.Mode)
+	}
+	if r.FloorSkipped != "" {
+		fmt.Printf("floor skipped: %s\n", r.FloorSkipped)
 	}
 	for _, x := range r.Ratios {
-		fmt.Printf("ratio relaymesh/nginx at %d viewers: CPU per viewer-minute %.2f, RSS %.2f\n", x.Viewers, x.CPUPerViewerMin, x.RSS)
+		line := fmt.Sprintf("ratio relaymesh/nginx at %d viewers: CPU per viewer-minute %.2f, RSS %.2f", x.Viewers, x.CPUPerViewerMin, x.RSS)
+		if x.Floor > 0 {
+			line += fmt.Sprintf("; relaymesh/floor CPU %.2f", x.Floor)
+		}
+		fmt.Println(line)
 	}
+	fmt.Println("hop p50/p99: ms a sampled viewer read a frame after a player on the primary read it (what the edge adds per hop)")
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -106,7 +108,18 @@ func packagerConfig(c config.HLS, log *slog.Logger, reg prometheus.Registerer) (
 	return pc, nil
 }
 
+// serverGCPercent is the garbage collector's target of a server unless
+// GOGC is set: a server's live heap is mostly connection state that lives
+// as long as its viewers, and it allocates little (a frame's payload, once
+// per stream), so a heap kept near its live size costs little CPU and a
+// good part of the memory (the runtime's default, 100, lets it grow to
+// twice its live size).
+const serverGCPercent = 25
+
 func newNode(cfg config.Config, log *slog.Logger) (*node, error) {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(serverGCPercent)
+	}
 	rtmpLn, err := net.Listen("tcp", cfg.RTMP.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("rtmp listen (rtmp.listen, --rtmp): %w", err)
@@ -152,7 +165,7 @@ func newNodeOn(cfg config.Config, log *slog.Logger, rtmpLn, httpLn net.Listener)
 func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 	h = n.sec.gate.Wrap(h) // play keys, tokens and hooks; its refusals are counted with the others
 	n.server = &relay.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections,
-		Leave: n.leave, Skip: relay.IsRelay}
+		Leave: n.leave, Skip: relay.IsRelay, Rounds: rtmp.FlusherConfig{Whole: n.cfg.RTMP.WholeRounds}}
 	n.server.Conn.Metrics = rtmp.NewMetrics() // closes, handshake failures, timeouts, refusals
 	if err := n.server.Conn.Metrics.Register(n.http.Registry); err != nil {
 		return err

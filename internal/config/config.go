@@ -200,6 +200,7 @@ type RTMP struct {
 	Drain            time.Duration `yaml:"drain"`              // on SIGTERM, connections get this long to finish (default 5s)
 	WriteBatch       time.Duration `yaml:"write_batch"`        // write viewers in rounds this far apart (default 100ms; 0: each frame at once)
 	TLSListen        string        `yaml:"tls_listen"`         // RTMPS listen address, with tls.cert/key (default: none)
+	WholeRounds      bool          `yaml:"whole_rounds"`       // every connection in whole write_batch rounds, as a relay's link (default false: adaptive)
 }
 
 // HTTP configures the HTTP listener (/healthz, /metrics, /api/v1/streams).

@@ -30,7 +30,7 @@ type ChunkWriter struct {
 // NewChunkWriter starts with the protocol's initial chunk size (128); call
 // SetChunkSize after sending a Set Chunk Size message.
 func NewChunkWriter() *ChunkWriter {
-	return &ChunkWriter{chunkSize: 128, scratch: make([]byte, 0, 4096)}
+	return &ChunkWriter{chunkSize: 128, scratch: make([]byte, 0, scratchSize)}
 }
 
 // ChunkSize is the size in force for what this writer sends.
@@ -41,6 +41,12 @@ func (w *ChunkWriter) SetChunkSize(n uint32) { w.chunkSize = n }
 
 // Pending is the number of bytes waiting for Flush.
 func (w *ChunkWriter) Pending() int { return w.pending }
+
+// scratchSize is the header scratch a writer starts with and keeps: a
+// round's headers for a viewer (12 bytes per message) fit; a join burst
+// grows it for a while, and it is given back after that batch, because a
+// thousand viewers would otherwise each keep a burst's worth.
+const scratchSize = 512
 
 // header reserves n bytes of header scratch. When the scratch is full a new
 // array is started; slices already handed to bufs keep the old one alive
@@ -140,10 +146,24 @@ func (w *ChunkWriter) reset() {
 		w.vec = w.bufs[:0]
 		w.bufs = nil
 	}
+	if cap(w.vec) > keepIovecs {
+		w.vec = nil // grown by a join burst: give it back
+	}
+	if cap(w.iov) > keepIovecs {
+		w.iov = nil
+	}
 	w.off = 0
-	w.scratch = w.scratch[:0]
+	if cap(w.scratch) > 4*scratchSize {
+		w.scratch = make([]byte, 0, scratchSize)
+	} else {
+		w.scratch = w.scratch[:0]
+	}
 	w.pending = 0
 }
+
+// keepIovecs is how many buffers a writer keeps room for between batches
+// (a round's frames for a viewer take a few each).
+const keepIovecs = 64
 
 // maxIovecs is how many buffers one writev takes (Linux's IOV_MAX).
 const maxIovecs = 1024

@@ -164,6 +164,13 @@ type Conn struct {
 	stuckSince time.Time // the socket has taken nothing since
 	slowUntil  time.Time // the socket was full lately: feed it in small steps
 	failed     error     // a media source ended: close once its status is written
+	retry      bool      // the last service left something for a later round
+	nextDue    time.Time // no media round for the connection before
+	// mediaPending: a media source has frames (MediaReady since the last
+	// service); relayLink: the peer is a downstream relay, whose link is
+	// written in whole write_batch rounds (see Flusher).
+	mediaPending atomic.Bool
+	relayLink    atomic.Bool
 
 	lastAck   uint64
 	closed    chan struct{}
@@ -294,6 +301,24 @@ func (c *Conn) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.closeErr
+}
+
+// MediaReady tells the connection's writer that a media source has frames
+// pending: the hub calls it when a subscriber's queue stops being empty. It
+// never blocks. (The same as signalling Notify, without a channel per
+// connection when a Flusher writes it.)
+func (c *Conn) MediaReady() {
+	if c.worker != nil {
+		if !c.mediaPending.Load() {
+			c.mediaPending.Store(true)
+		}
+		c.worker.mediaReady()
+		return
+	}
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
 }
 
 func (c *Conn) wake() {
@@ -647,11 +672,13 @@ func (c *Conn) service(now time.Time) bool {
 		return false
 	default:
 	}
+	c.retry = false
 	if c.writer.Pending() > 0 {
 		if !c.flushSome(now) {
 			return false
 		}
 		if c.writer.Pending() > 0 {
+			c.retry = true
 			c.mu.Lock()
 			binds := append(c.binds[:0], c.bindings...)
 			c.mu.Unlock()
@@ -672,9 +699,12 @@ func (c *Conn) service(now time.Time) bool {
 	// Gather and write until the socket is full, nothing is left, or a
 	// round's share is used up.
 	for range maxGathers {
-		closeAfter, _, failed := c.gather(now)
+		closeAfter, held, failed := c.gather(now)
 		if failed != nil {
 			c.failed = failed
+		}
+		if held {
+			c.retry = true // the hub's queue is not polled until then
 		}
 		if c.writer.Pending() == 0 {
 			if closeAfter || c.failed != nil {
@@ -694,6 +724,7 @@ func (c *Conn) service(now time.Time) bool {
 		if c.writer.Pending() > 0 {
 			c.recheck() // the socket is full: ask the kernel before more media
 			c.slowUntil = now.Add(time.Second)
+			c.retry = true
 			return true
 		}
 		if !full {
@@ -847,6 +878,7 @@ func setBufferLengthMessage(streamID, ms uint32) Message {
 }
 
 // readBuffer is the size of a connection's read buffer. Viewers send
-// little; a publisher's large chunks bypass the buffer (bufio reads straight
-// into the message when the buffer is empty and the read is larger).
-const readBuffer = 4 << 10
+// little (a thousand of them would keep 4 MiB in 4 KiB buffers); a
+// publisher's large chunks bypass the buffer (bufio reads straight into the
+// message when the buffer is empty and the read is larger).
+const readBuffer = 1 << 10

@@ -240,3 +240,108 @@ func TestFlusherStopClosesConns(t *testing.T) {
 		}
 	}
 }
+
+// Rounds of viewers grow with the audience of a worker, up to 9/10 of the
+// interval.
+func TestFlusherGap(t *testing.T) {
+	f := &Flusher{interval: 100 * time.Millisecond, cfg: FlusherConfig{}.withDefaults()}
+	for _, c := range []struct {
+		n    int
+		want time.Duration
+	}{{0, 0}, {1, 175781}, {256, 45 * time.Millisecond}, {512, 90 * time.Millisecond}, {5000, 90 * time.Millisecond}} {
+		if got := f.Gap(c.n); got != c.want {
+			t.Errorf("Gap(%d) = %v, want %v", c.n, got, c.want)
+		}
+	}
+}
+
+// A small audience is served by one worker; the next one takes over once
+// the first has ConnsPerWorker connections.
+func TestFlusherFewerWorkersForFewViewers(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := NewAdaptiveFlusher(ctx, time.Second, FlusherConfig{Workers: 2, ConnsPerWorker: 2})
+	var got []*flushWorker
+	for range 4 {
+		got = append(got, f.attach(&Conn{}))
+	}
+	if got[0] != f.workers[0] || got[1] != f.workers[0] {
+		t.Errorf("the first two connections went to workers %p %p, want both on %p", got[0], got[1], f.workers[0])
+	}
+	if got[2] != f.workers[1] {
+		t.Errorf("the third connection did not go to the second worker")
+	}
+	for _, w := range f.workers { // not real connections: nothing to close
+		w.mu.Lock()
+		w.incoming = nil
+		w.mu.Unlock()
+	}
+}
+
+// Frames that become pending later are written without a control message
+// or a periodic round: MediaReady schedules the round.
+func TestFlusherMediaReady(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := NewFlusher(ctx, 50*time.Millisecond, 1)
+	srv, cli := flusherPair(t, f, ConnConfig{})
+	src := &memSource{}
+	srv.Bind(1, src, nil, nil)
+	cli.SetReadTimeout(5 * time.Second)
+	for i := range 20 {
+		src.push(video(uint32(i*33), 1000+i))
+		srv.MediaReady()
+		m, err := cli.ReadMessage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Type != TypeVideo || m.Timestamp != uint32(i*33) {
+			t.Fatalf("frame %d: type %d ts %d", i, m.Type, m.Timestamp)
+		}
+	}
+}
+
+// A connection with nothing to write costs its worker no round: only the
+// housekeeping one, every second.
+func TestFlusherIdleConnectionNoRounds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := NewFlusher(ctx, 10*time.Millisecond, 1)
+	srv, _ := flusherPair(t, f, ConnConfig{})
+	srv.Bind(1, &memSource{}, nil, nil)
+	time.Sleep(100 * time.Millisecond) // attached, served once
+	before := f.workers[0].rounds.Load()
+	time.Sleep(500 * time.Millisecond) // 50 rounds of the interval
+	if n := f.workers[0].rounds.Load() - before; n > 1 {
+		t.Errorf("%d rounds for an idle connection in 500ms", n)
+	}
+}
+
+// A downstream relay's link is written in whole rounds on a grid shared by
+// every worker.
+func TestFlusherRelayLinkOnGrid(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const interval = 200 * time.Millisecond
+	f := NewFlusher(ctx, interval, 1)
+	srv, cli := flusherPair(t, f, ConnConfig{})
+	srv.relayLink.Store(true)
+	src := &memSource{}
+	srv.Bind(1, src, nil, nil)
+	cli.SetReadTimeout(5 * time.Second)
+	var at []time.Time
+	for i := range 6 {
+		src.push(video(uint32(i*33), 1000))
+		srv.MediaReady()
+		if _, err := cli.ReadMessage(); err != nil {
+			t.Fatal(err)
+		}
+		at = append(at, time.Now())
+	}
+	// After the first frame, each was written in a later round of the grid.
+	for i := 2; i < len(at); i++ {
+		if a, b := at[i-1].Truncate(interval), at[i].Truncate(interval); !b.After(a) {
+			t.Errorf("frames %d and %d were written in the same grid interval", i-1, i)
+		}
+	}
+}

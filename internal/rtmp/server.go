@@ -63,7 +63,8 @@ type Handler interface {
 	// Publish returns where the broadcaster's messages go, or a Status error.
 	Publish(ctx context.Context, s *Session, req *StreamRequest) (Publisher, error)
 	// Play returns the media source for a viewer, or a Status error. The source
-	// must signal s.Notify() whenever frames become pending.
+	// must signal s.Notify() (or call s.MediaReady()) whenever frames become
+	// pending.
 	Play(ctx context.Context, s *Session, req *StreamRequest) (MediaSource, error)
 	// Message gets everything else: unknown commands (RPC), shared-object
 	// messages, results of server-to-client calls. It may be a no-op.
@@ -99,6 +100,10 @@ func (s *Session) ConnectInfo() *ConnectRequest {
 
 // Notify is the channel media sources of this session signal.
 func (s *Session) Notify() chan struct{} { return s.Conn.Notify() }
+
+// MediaReady signals the connection's writer that a media source has frames
+// pending (an alternative to signalling Notify; see Conn.MediaReady).
+func (s *Session) MediaReady() { s.Conn.MediaReady() }
 
 // RemoteAddr is the client's address as a string.
 func (s *Session) RemoteAddr() string { return s.Conn.RemoteAddr().String() }
@@ -365,6 +370,7 @@ func (s *Session) connect(ctx context.Context, h Handler, cmd *Command) error {
 	s.Connect = req // read under s.mu by Leave, from another goroutine
 	s.mu.Unlock()
 	c := s.Conn
+	c.relayLink.Store(req.FromRelay())
 	_ = c.Send(windowAckMessage(c.cfg.WindowAckSize))
 	_ = c.Send(peerBandwidthMessage(c.cfg.WindowAckSize))
 	_ = c.Send(chunkSizeMessage(DefaultChunkSize))

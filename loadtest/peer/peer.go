@@ -15,8 +15,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/relaymesh/relaymesh/internal/rtmp"
 	"github.com/relaymesh/relaymesh/loadtest/proc"
 	"github.com/relaymesh/relaymesh/loadtest/swarm"
 )
@@ -31,7 +33,15 @@ type Config struct {
 	BitrateKbps int           // video bitrate of the test stream (default 2500)
 	WorkDir     string        // for logs and the nginx prefix (default: a temp dir)
 	RelayConfig string        // configuration file for the relaymesh relay (optional)
-	Progress    io.Writer
+	// FloorDir is the source directory of the bare fan-out program; when
+	// it exists the floor is measured at every size in the same run
+	// (optional: the column is skipped without it).
+	FloorDir string
+	// PrimaryAdaptive leaves the primary's rounds adaptive instead of
+	// writing every link in whole rounds (builds before rtmp.whole_rounds
+	// do that anyway and refuse the key).
+	PrimaryAdaptive bool
+	Progress        io.Writer
 
 	// HLS runs (RunHLS): nginx-rtmp's hls_fragment (default 2s, the GOP),
 	// and the playlist reload interval of the clients (default 500ms).
@@ -58,6 +68,9 @@ type Result struct {
 	AllFirstVideoOK  bool    `json:"all_first_video_ok"`
 	ViewersWithGaps  int     `json:"viewers_with_gaps"`
 	MeanFramesPerSec float64 `json:"mean_frames_per_viewer_per_s"`
+	// HopLatency is what the server adds per hop: when a sampled viewer
+	// read a frame minus when a player reading the primary directly read it.
+	HopLatency LatencyStats `json:"hop_latency"`
 }
 
 // Report holds every result and the relaymesh/nginx ratios.
@@ -67,6 +80,12 @@ type Report struct {
 	Results     []Result  `json:"results"`
 	Ratios      []Ratio   `json:"ratios"`
 	Started     time.Time `json:"started"`
+	// Floor is the bare fan-out program at each size, or why it was skipped.
+	Floor        []FloorResult `json:"floor,omitempty"`
+	FloorSkipped string        `json:"floor_skipped,omitempty"`
+	// Load is the load average (1, 5, 15 min) at the start and at the end.
+	LoadStart string `json:"load_start"`
+	LoadEnd   string `json:"load_end"`
 }
 
 // Ratio compares relaymesh to nginx at one swarm size (below 1: relaymesh is cheaper).
@@ -74,6 +93,8 @@ type Ratio struct {
 	Viewers         int     `json:"viewers"`
 	CPUPerViewerMin float64 `json:"cpu_per_viewer_minute"`
 	RSS             float64 `json:"rss"`
+	// Floor is relaymesh's CPU per viewer-minute over the bare fan-out's (0: not measured).
+	Floor float64 `json:"floor,omitempty"`
 }
 
 func (c *Config) defaults() error {
@@ -91,7 +112,7 @@ func (c *Config) defaults() error {
 		c.Module = "/usr/lib/nginx/modules/ngx_rtmp_module.so"
 	}
 	if len(c.Viewers) == 0 {
-		c.Viewers = []int{500, 1000}
+		c.Viewers = []int{100, 400, 1000}
 	}
 	if c.Duration <= 0 {
 		c.Duration = 20 * time.Second
@@ -180,7 +201,19 @@ func startEnv(ctx context.Context, cfg Config, hls bool) (*env, error) {
 		e.procs = append(e.procs, cmd)
 		return cmd, nil
 	}
-	if _, err := start(cfg.Bin, "primary", "--rtmp", e.primary, "--http", primaryHTTP, "--open", "--log-level", "warn"); err != nil {
+	// The primary writes every link in whole rounds on one grid, so that
+	// both edges get the same input: the 100 ms bursts a relay's link gets
+	// (with adaptive rounds a plain player like nginx-rtmp's pull would get
+	// each frame as it comes, which costs nginx-rtmp ~40 % more CPU).
+	primaryConf := filepath.Join(cfg.WorkDir, "primary.yaml")
+	pconf := "rtmp:\n  whole_rounds: true\n"
+	if cfg.PrimaryAdaptive {
+		pconf = "{}\n"
+	}
+	if err := os.WriteFile(primaryConf, []byte(pconf), 0o644); err != nil {
+		return e, err
+	}
+	if _, err := start(cfg.Bin, "primary", "--config", primaryConf, "--rtmp", e.primary, "--http", primaryHTTP, "--open", "--log-level", "warn"); err != nil {
 		return e, err
 	}
 	relayArgs := []string{"relay", "--id", "bench", "--upstream", "rtmp://" + e.primary, "--rtmp", e.relayRTMP, "--http", e.relayHTTP, "--log-level", "warn", "--linger", "10m"}
@@ -260,7 +293,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Duration: cfg.Duration.String(), BitrateKbps: cfg.BitrateKbps, Started: time.Now()}
+	rep := &Report{Duration: cfg.Duration.String(), BitrateKbps: cfg.BitrateKbps, Started: time.Now(), LoadStart: loadAverage()}
+	defer func() { rep.LoadEnd = loadAverage() }()
+	floorBin := ""
+	if cfg.FloorDir == "" {
+		rep.FloorSkipped = "no floor program given"
+	} else if b, err := buildFloor(ctx, cfg.FloorDir, cfg.WorkDir); err != nil {
+		rep.FloorSkipped = err.Error()
+	} else {
+		floorBin = b
+	}
+	primaryURL := "rtmp://" + e.primary + "/live/bench"
 	servers := []struct {
 		name string
 		addr string
@@ -273,7 +316,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		byServer := map[string]Result{}
 		for _, s := range servers {
 			fmt.Fprintf(cfg.Progress, "%s, %d viewers, %s\n", s.name, n, cfg.Duration)
-			r, err := measure(ctx, cfg, s.name, "rtmp://"+s.addr+"/live/bench", n, s.pids)
+			r, err := measure(ctx, cfg, s.name, "rtmp://"+s.addr+"/live/bench", primaryURL, n, s.pids)
 			if err != nil {
 				return rep, err
 			}
@@ -287,6 +330,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		if b.RSSMiB > 0 {
 			ratio.RSS = a.RSSMiB / b.RSSMiB
+		}
+		if floorBin != "" {
+			fmt.Fprintf(cfg.Progress, "floor (bare fan-out), %d viewers, %s\n", n, cfg.Duration)
+			fl, err := runFloor(ctx, floorBin, cfg.WorkDir, n, cfg.Duration)
+			if err != nil {
+				rep.FloorSkipped = err.Error()
+				floorBin = ""
+			} else {
+				rep.Floor = append(rep.Floor, fl)
+				if fl.CPUPerViewerMin > 0 {
+					ratio.Floor = a.CPUPerViewerMin / fl.CPUPerViewerMin
+				}
+			}
 		}
 		rep.Ratios = append(rep.Ratios, ratio)
 	}
@@ -334,19 +390,66 @@ func waitListening(ctx context.Context, addr string) error {
 
 // measure runs one swarm against one server and reads the server's CPU
 // time and memory around it.
-func measure(ctx context.Context, cfg Config, name, url string, n int, pids func() []int) (Result, error) {
+func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n int, pids func() []int) (Result, error) {
 	// Warm the edge up (its upstream pull) before measuring.
 	if _, err := swarm.Run(ctx, swarm.Config{URL: url, Viewers: 1, Duration: 3 * time.Second}); err != nil {
 		return Result{}, err
 	}
-	cpu0 := proc.CPUSeconds(pids())
-	sr, err := swarm.Run(ctx, swarm.Config{URL: url, Viewers: n, Ramp: 5 * time.Second, Duration: cfg.Duration, Progress: cfg.Progress})
+	// A player on the primary itself, for the time each frame left it
+	// towards the edge: marked as a relay when the edge is relaymesh's
+	// relay (the primary writes relays' links in whole rounds), a plain
+	// player like nginx-rtmp's pull otherwise.
+	const ramp = 5 * time.Second
+	lat := newHopLatency(n)
+	refDone := make(chan error, 1)
+	var props map[string]any
+	if name == "relaymesh" {
+		props = map[string]any{rtmp.RelayMarker: "latency-reference"}
+	}
+	go func() {
+		_, err := swarm.Run(ctx, swarm.Config{URL: primaryURL, Viewers: 1, Duration: 2*ramp + cfg.Duration + 5*time.Second, OnMedia: lat.reference, ConnectProps: props})
+		refDone <- err
+	}()
+	time.Sleep(time.Second)
+	// Every player plays Duration past the end of the ramp: the server's
+	// CPU is read over those Duration seconds with every viewer playing
+	// (steady: no handshakes, no join bursts, the same way the floor is
+	// measured), and its RSS is the largest of once a second then.
+	type steady struct{ cpu, rss float64 }
+	window := make(chan steady, 1)
+	go func() {
+		select {
+		case <-ctx.Done():
+			window <- steady{}
+			return
+		case <-time.After(ramp + time.Second):
+		}
+		cpu0 := proc.CPUSeconds(pids())
+		var m float64
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		end := time.After(cfg.Duration)
+		for {
+			select {
+			case <-ctx.Done():
+				window <- steady{}
+				return
+			case <-end:
+				window <- steady{proc.CPUSeconds(pids()) - cpu0, max(m, proc.RSSMiB(pids()))}
+				return
+			case <-t.C:
+				m = max(m, proc.RSSMiB(pids()))
+			}
+		}
+	}()
+	play := ramp + cfg.Duration + 2*time.Second
+	sr, err := swarm.Run(ctx, swarm.Config{URL: url, Viewers: n, Ramp: ramp, Duration: play, Progress: cfg.Progress, OnMedia: lat.swarm})
+	w := <-window
 	if err != nil {
 		return Result{}, err
 	}
-	rss := proc.RSSMiB(pids())
-	cpu := proc.CPUSeconds(pids()) - cpu0
-	wall := sr.Elapsed
+	cpu, rss := w.cpu, w.rss
+	wall := cfg.Duration.Seconds()
 	r := Result{
 		Server: name, Viewers: n, Connected: sr.Connected, CPUSeconds: cpu, RSSMiB: rss,
 		DeliveredMbps: sr.Mbps, FirstFrameP50: sr.FirstFrameP50, FirstFrameP99: sr.FirstFrameP99,
@@ -366,7 +469,24 @@ func measure(ctx context.Context, cfg Config, name, url string, n int, pids func
 		frames += float64(v.Frames)
 	}
 	if sr.Connected > 0 {
-		r.MeanFramesPerSec = frames / float64(sr.Connected) / cfg.Duration.Seconds()
+		r.MeanFramesPerSec = frames / float64(sr.Connected) / play.Seconds()
 	}
+	if err := <-refDone; err != nil {
+		return r, fmt.Errorf("reference player on the primary: %w", err)
+	}
+	r.HopLatency = lat.stats()
 	return r, nil
+}
+
+// loadAverage is the first three fields of /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }

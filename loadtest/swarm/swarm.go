@@ -44,6 +44,14 @@ type Config struct {
 	// which is behind the live edge by design (that is what makes the first
 	// picture instant), and a slow player needs a while to skip past it.
 	Warmup time.Duration
+	// OnMedia, when set, is called by every player for each audio, video
+	// or data message it reads, with the time it read it (latency
+	// measurement). It is called from the players' goroutines at once and
+	// must be cheap.
+	OnMedia func(viewer int, typ uint8, ts uint32, at time.Time)
+	// ConnectProps are extra properties of the players' connect command
+	// (rtmp.RelayMarker makes a player read like a downstream relay).
+	ConnectProps map[string]any
 	// Progress, when set, receives a progress line every second.
 	Progress io.Writer
 	Log      *slog.Logger
@@ -357,7 +365,7 @@ func session(ctx context.Context, cfg Config, u rtmp.URL, v *Viewer, st *playSta
 		bytesPerSec := float64(cfg.SlowRate) / 8
 		nc = &throttled{Conn: nc, lim: rate.NewLimiter(rate.Limit(bytesPerSec), 4096), ctx: ctx}
 	}
-	cc, err := rtmp.DialConn(ctx, nc, u, rtmp.ConnConfig{ReadTimeout: 15 * time.Second}, cfg.Log)
+	cc, err := rtmp.DialConn(ctx, nc, u, rtmp.ConnConfig{ReadTimeout: 15 * time.Second, ConnectProps: cfg.ConnectProps}, cfg.Log)
 	if err != nil {
 		nc.Close()
 		return err
@@ -412,6 +420,9 @@ func session(ctx context.Context, cfg Config, u rtmp.URL, v *Viewer, st *playSta
 			continue
 		}
 		now := time.Now()
+		if cfg.OnMedia != nil {
+			cfg.OnMedia(v.ID, m.Type, m.Timestamp, now)
+		}
 		v.Frames++
 		v.Bytes += int64(len(m.Payload))
 		frames.Add(1)

@@ -281,6 +281,7 @@ func (h *Hub) Subscribe(o SubscribeOptions) *Subscriber {
 		id:         o.ID,
 		addr:       o.Addr,
 		notify:     o.Notify,
+		wakeFn:     o.Wake,
 		done:       make(chan struct{}),
 		queueMS:    h.cfg.ViewerQueue.Milliseconds(),
 		batchMS:    h.cfg.WriteBatch.Milliseconds(),

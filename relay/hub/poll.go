@@ -37,6 +37,7 @@ func (s *Subscriber) takeLocked(dst []*av.Frame, maxBytes int) []*av.Frame {
 	s.sentBytes += uint64(bytes)
 	if s.q.n == 0 {
 		s.behind = false // the reader caught up with the live edge
+		s.q.shrink()
 	}
 	return dst
 }

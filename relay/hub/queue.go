@@ -58,6 +58,18 @@ func (q *queue) grow() {
 	}
 }
 
+// shrink gives back a ring that grew (a join burst, a backlog) once it is
+// empty: a thousand viewers would otherwise each keep room for a GOP.
+func (q *queue) shrink() {
+	if q.n != 0 || len(q.frames) <= 4*initialQueue {
+		return
+	}
+	q.frames, q.head = make([]*av.Frame, initialQueue), 0
+	if q.ts != nil {
+		q.ts, q.tsHead = make([]stamp, initialQueue), 0
+	}
+}
+
 // live is the number of queued frames that were queued after the join burst.
 func (q *queue) live() int { return q.n - q.burst }
 

@@ -20,6 +20,11 @@ type SubscribeOptions struct {
 	// that one connection writer can wait for its control queue and all its
 	// streams at once and read them with Poll. It must have capacity 1.
 	Notify chan struct{}
+	// Wake, when set, is called instead of signalling a channel (it must
+	// not block): a writer that serves many connections in rounds learns
+	// that one of them has frames without a channel per connection. A
+	// subscriber with Wake is read with Poll.
+	Wake func()
 }
 
 // DropCounts splits dropped frames by class.
@@ -61,6 +66,7 @@ type Subscriber struct {
 	id, addr string
 
 	notify chan struct{} // cap 1: the queue went from empty to non-empty
+	wakeFn func()        // replaces notify when set (SubscribeOptions.Wake)
 	done   chan struct{} // closed when the subscriber is closed
 
 	// Set once at Subscribe from the hub's Config.
@@ -183,6 +189,10 @@ func (s *Subscriber) closeLocked(err, reason error) bool {
 
 // wake signals the reader without blocking.
 func (s *Subscriber) wake() {
+	if s.wakeFn != nil {
+		s.wakeFn()
+		return
+	}
 	select {
 	case s.notify <- struct{}{}:
 	default:
