@@ -25,7 +25,14 @@ DRILL_RECONNECT_VIEWERS ?= 20
 # Where `make drills` writes its table (DRILL_REPORT= for none, e.g. small runs).
 DRILL_REPORT            ?= docs/reliability.md
 
-.PHONY: build run test test-unit fuzz-brief fuzz bench bench-peer bench-peer-hls drills vet clean image
+# The pure packages (no network code; internal/layering's test checks this
+# list against its own): vetted for Windows too, as `make cross` does.
+PURE_PKGS = ./internal/av ./internal/amf ./internal/sharedobject ./internal/sharedobject/access \
+	./internal/sharedobject/authority ./internal/sharedobject/replica ./topology/graph \
+	./topology/distance ./topology/demand ./topology/placement ./topology/scaling \
+	./topology/jumphash ./topology/controller
+
+.PHONY: build run test test-unit fuzz-brief fuzz bench bench-peer bench-peer-hls drills vet cross clean image
 
 build:
 	$(GO) build $(if $(LDFLAGS),-ldflags "$(LDFLAGS)") -o $(BIN) ./cmd/relaymesh
@@ -43,10 +50,15 @@ run: build
 vet:
 	$(GO) vet $(PKGS)
 
+# Other systems: everything builds for macOS; the pure packages vet for Windows.
+cross:
+	GOOS=darwin $(GO) build ./...
+	GOOS=windows $(GO) vet $(PURE_PKGS)
+
 # The whole suite: vet, race-enabled tests (including the end-to-end tests
 # with ffmpeg, rtmpdump and Chromium), then every fuzz target briefly; in CI
 # (CI=true) the multi-host drills too.
-test: vet build
+test: vet cross build
 	$(GO) test -race -timeout 15m $(PKGS)
 	$(MAKE) --no-print-directory fuzz-brief FUZZTIME=$(TESTFUZZTIME)
 	@if [ "$${CI:-}" = true ]; then $(MAKE) --no-print-directory drills; \

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -87,5 +89,29 @@ func TestPlantedViolations(t *testing.T) {
 		if got[i].String() != want[i] {
 			t.Errorf("violation %d: %s\nwant %s", i, got[i], want[i])
 		}
+	}
+}
+
+// The Makefile's PURE_PKGS (vetted for Windows by `make cross`) are the
+// pure packages of Module.
+func TestMakefileListsThePurePackages(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(b), "\\\n", " ")
+	var got []string
+	for _, line := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, "PURE_PKGS = "); ok {
+			for _, f := range strings.Fields(rest) {
+				got = append(got, strings.TrimPrefix(f, "./"))
+			}
+		}
+	}
+	want := slices.Clone(Module.Pure)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("Makefile PURE_PKGS %v, want the pure packages %v", got, want)
 	}
 }

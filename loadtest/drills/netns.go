@@ -16,8 +16,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Lab owns the network namespaces of one drill run. Every name it makes
@@ -40,6 +38,9 @@ var prefixRE = regexp.MustCompile(`^rmd([0-9]+)x[0-9a-f]+-`)
 
 // Available says why network namespaces cannot be made here (nil: they can).
 func Available() error {
+	if runtime.GOOS != "linux" {
+		return errNotLinux
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("not root: network namespaces need CAP_SYS_ADMIN")
 	}
@@ -189,7 +190,7 @@ func (n *NS) Sysctl(key, value string) error {
 // process dies.
 func (n *NS) Command(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command("ip", append([]string{"netns", "exec", n.Name, name}, args...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.SysProcAttr = childAttr() // netns_linux.go
 	return cmd
 }
 
@@ -201,7 +202,7 @@ func (n *NS) Do(f func() error) error {
 		runtime.LockOSThread()
 		// Left locked on failure: the thread then exits with the goroutine
 		// instead of going back to the scheduler in the wrong namespace.
-		orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", threadID()))
 		if err != nil {
 			errc <- err
 			return
@@ -213,12 +214,12 @@ func (n *NS) Do(f func() error) error {
 			return
 		}
 		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		if err := setNetNS(target); err != nil {
 			errc <- fmt.Errorf("setns %s: %w", n.Name, err)
 			return
 		}
 		ferr := f()
-		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
+		if err := setNetNS(orig); err != nil {
 			errc <- errors.Join(ferr, fmt.Errorf("setns back: %w", err))
 			return
 		}

@@ -54,8 +54,8 @@ type Summary struct {
 	Score                      float64   `json:"score"`             // stretch with waiting counted at WaitPenalty
 	OracleScore                float64   `json:"oracle_score"`
 	RelaySeconds               float64   `json:"relay_seconds"`
-	RelaySecondsMinimum        float64   `json:"relay_seconds_minimum"`        // what the oracle's placement needs at the high watermark
-	RelaySecondsPacked         float64   `json:"relay_seconds_minimum_packed"` // the same packed to 100 % of capacity
+	RelaySecondsMinimum        float64   `json:"relay_seconds_minimum"`           // what the oracle's placement needs at the high watermark
+	RelaySecondsPacked         float64   `json:"relay_seconds_minimum_packed"`    // the same packed to 100 % of capacity
 	RelaySecondsVsMinimum      float64   `json:"relay_seconds_vs_minimum"`        // ÷ the minimum at the high watermark
 	RelaySecondsVsPacked       float64   `json:"relay_seconds_vs_minimum_packed"` // ÷ the offline minimum (100 %): the goal's ratio
 	Lifetimes                  Lifetimes `json:"relay_lifetimes"`
