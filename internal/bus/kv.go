@@ -41,6 +41,9 @@ type Buckets struct {
 // BucketConfig sets the TTLs (zero: the defaults).
 type BucketConfig struct {
 	StatusTTL, LeaseTTL, DemandTTL time.Duration
+	// Replicas of each bucket (replicas.go). Zero: DefaultReplicas, fewer
+	// when the cluster has fewer servers; one on a server without a cluster.
+	Replicas int
 }
 
 // OpenBuckets creates the buckets if they do not exist yet and opens them.
@@ -57,34 +60,49 @@ func (c *Conn) OpenBuckets(ctx context.Context, cfg BucketConfig) (*Buckets, err
 	}
 	var b Buckets
 	var err error
-	if b.Relays, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketRelays, History: 1, TTL: cfg.StatusTTL,
+	r := cfg.Replicas
+	if b.Relays, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketRelays, History: 1, TTL: cfg.StatusTTL, Replicas: r,
 		Description: "relay status, one key per relay; entries expire when a relay stops reporting"}); err != nil {
 		return nil, err
 	}
-	if b.Placements, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketPlacements, History: 1,
+	if b.Placements, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketPlacements, History: 1, Replicas: r,
 		Description: "relays of each stream, written by the leading orchestrator"}); err != nil {
 		return nil, err
 	}
-	if b.Leader, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketLeader, History: 1, TTL: cfg.LeaseTTL,
+	if b.Leader, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketLeader, History: 1, TTL: cfg.LeaseTTL, Replicas: r,
 		Description: "orchestrator leadership lease"}); err != nil {
 		return nil, err
 	}
-	if b.Demand, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketDemand, History: 1, TTL: cfg.DemandTTL,
+	if b.Demand, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketDemand, History: 1, TTL: cfg.DemandTTL, Replicas: r,
 		Description: "demand bonuses of each stream, written by the leading orchestrator"}); err != nil {
 		return nil, err
 	}
 	return &b, nil
 }
 
+// bucket opens cfg.Bucket, creating it if it does not exist, with
+// cfg.Replicas replicas (0: the default, see replicas.go); an existing
+// bucket with fewer replicas than wanted is given more.
 func (c *Conn) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	want := c.replicas(cfg.Replicas)
 	kv, err := c.JS.KeyValue(ctx, cfg.Bucket)
 	if err == nil {
+		c.raiseReplicas(ctx, cfg.Bucket, want)
 		return kv, nil
 	}
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("bus: bucket %s: %w", cfg.Bucket, err)
 	}
-	kv, err = c.JS.CreateKeyValue(ctx, cfg)
+	for cfg.Replicas = want; ; cfg.Replicas-- {
+		kv, err = c.JS.CreateKeyValue(ctx, cfg)
+		var apiErr *jetstream.APIError
+		if err == nil || cfg.Replicas <= 1 || errors.Is(err, jetstream.ErrBucketExists) || !errors.As(err, &apiErr) {
+			break
+		}
+		// The cluster refused this many replicas (too few servers with
+		// JetStream, or none clustered): try one fewer.
+		c.log.Warn("bucket not created with this many replicas, trying fewer", "bucket", cfg.Bucket, "replicas", cfg.Replicas, "err", err)
+	}
 	if errors.Is(err, jetstream.ErrBucketExists) {
 		kv, err = c.JS.KeyValue(ctx, cfg.Bucket)
 	}

@@ -1,0 +1,61 @@
+package bus
+
+import (
+	"context"
+	"errors"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultReplicas is how many copies of each control-plane bucket a NATS
+// cluster keeps: with three, the loss of any one server leaves a quorum,
+// so placements, statuses and the lease stay writable. A single server
+// (no cluster) keeps one; a cluster of two, two.
+const DefaultReplicas = 3
+
+// replicas is the number of replicas to ask for: want (DefaultReplicas
+// when zero), bounded by the servers of the cluster the connection knows
+// (the configured URLs and those the cluster announces), one without a
+// cluster. When the count is too high anyway (servers without JetStream),
+// creating a bucket steps down until the cluster accepts.
+func (c *Conn) replicas(want int) int {
+	if want <= 0 {
+		want = DefaultReplicas
+	}
+	if c.NC.ConnectedClusterName() == "" {
+		return 1
+	}
+	if n := len(c.NC.Servers()); n > 0 {
+		want = min(want, n)
+	}
+	return max(want, 1)
+}
+
+// raiseReplicas gives an existing bucket want replicas if it has fewer (a
+// bucket created by an older version with one, or before the cluster
+// grew). JetStream moves a stream to more replicas online; when the
+// cluster refuses, the bucket stays as it is and a warning says so
+// (docs/deploy.md has the manual step). It never lowers a count.
+func (c *Conn) raiseReplicas(ctx context.Context, bucket string, want int) {
+	if want <= 1 {
+		return
+	}
+	st, err := c.JS.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return
+	}
+	cfg := st.CachedInfo().Config
+	if cfg.Replicas >= want {
+		return
+	}
+	have := cfg.Replicas
+	cfg.Replicas = want
+	if _, err := c.JS.UpdateStream(ctx, cfg); err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) {
+			c.log.Warn("bucket keeps fewer replicas than wanted", "bucket", bucket, "replicas", have, "want", want, "err", err)
+		}
+		return
+	}
+	c.log.Info("bucket given more replicas", "bucket", bucket, "from", have, "to", want)
+}
