@@ -427,8 +427,14 @@ func (s *suite) relayKill() {
 		s.res.AddNotMeasured(drill, "the killed relay's swarm reconnects through the redirector (loadtest rtmp --reconnect-via)", "all play on",
 			"this build's `loadtest rtmp` has no --reconnect-via")
 	} else {
+		// A player that lost its connection and played on through the
+		// redirector has no error (the loss is its last_loss); one that
+		// never got a picture again keeps the error.
 		bad, _, viewers, errs := s.losses(sw, vr)
 		m := fmt.Sprintf("%d of %d ended with an error", bad, viewers)
+		if rep, err := sw[vr].Wait(); err == nil && rep != nil {
+			m += fmt.Sprintf("; %d reconnects, time to picture p50 %.2f s, max %.2f s", rep.Reconnects, rep.ReconnectP50/1000, rep.ReconnectMax/1000)
+		}
 		if len(errs) > 0 {
 			m += fmt.Sprintf(" (e.g. %.80q)", errs[0])
 		}

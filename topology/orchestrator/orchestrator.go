@@ -155,11 +155,11 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			buckets = b
 		}
 		if buckets != nil {
-			if rev, ok := o.acquire(ctx, buckets); ok {
+			if rev, sent, ok := o.acquire(ctx, buckets); ok {
 				o.terms.Add(1)
 				o.leader.Store(true)
 				o.log.Info("leading")
-				err := o.lead(ctx, buckets, rev)
+				err := o.lead(ctx, buckets, rev, sent)
 				o.leader.Store(false)
 				empty := []Bonus{}
 				o.bonus.Store(&empty)
@@ -170,21 +170,30 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 				o.log.Warn("leadership lost", "err", err)
 			}
 		}
+		// A follower tries for the lease four times per interval, so
+		// that it takes over within a quarter interval of the lease's
+		// expiry (a Create on a held key is one small request).
+		wait := t.C
+		if buckets != nil {
+			wait = time.After(o.cfg.Interval / 4)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-wait:
 		}
 	}
 }
 
-// acquire creates the lease if nobody holds it.
-func (o *Orchestrator) acquire(ctx context.Context, b *bus.Buckets) (uint64, bool) {
-	data, _ := bus.Encode(bus.Lease{Holder: o.cfg.ID, Since: time.Now().UTC()})
+// acquire creates the lease if nobody holds it; sent is when the request
+// that wrote it was sent.
+func (o *Orchestrator) acquire(ctx context.Context, b *bus.Buckets) (rev uint64, sent time.Time, ok bool) {
+	sent = time.Now()
+	data, _ := bus.Encode(bus.Lease{Holder: o.cfg.ID, Since: sent.UTC()})
 	cctx, cancel := context.WithTimeout(ctx, o.cfg.Interval)
 	defer cancel()
 	rev, err := b.Leader.Create(cctx, bus.LeaderKey, data)
-	return rev, err == nil
+	return rev, sent, err == nil
 }
 
 // release deletes the lease on a clean stop so a follower takes over at once.
@@ -200,17 +209,31 @@ func (o *Orchestrator) release(b *bus.Buckets) {
 	}
 }
 
-// lead runs the leader loop until ctx ends or the lease cannot be renewed.
-func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64) error {
+// lead runs the leader loop until ctx ends or the lease cannot be kept
+// (lease.go).
+func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64, sent time.Time) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st := newState(o, b)
-	if err := st.restore(ctx); err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
+	// The lease is kept from the start, restoring included.
+	lost := make(chan error, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := o.keepLease(ctx, b, rev, sent); err != nil {
+			lost <- err
+			cancel()
+		}
+	}()
+	st := newState(o, b)
+	if err := st.restore(ctx); err != nil {
+		if len(lost) > 0 {
+			return <-lost
+		}
+		return fmt.Errorf("restore: %w", err)
+	}
 
 	statuses := make(chan bus.Status, 256)
 	w, err := b.Relays.WatchAll(ctx)
@@ -273,7 +296,12 @@ func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64) err
 	defer t.Stop()
 	for {
 		select {
+		case err := <-lost:
+			return err
 		case <-ctx.Done():
+			if len(lost) > 0 {
+				return <-lost
+			}
 			return nil
 		case s := <-statuses:
 			st.onStatus(ctx, time.Now(), s)
@@ -294,14 +322,6 @@ func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64) err
 		case r := <-st.results:
 			st.onResult(ctx, r)
 		case now := <-t.C:
-			rctx, rcancel := context.WithTimeout(ctx, o.cfg.Interval)
-			data, _ := bus.Encode(bus.Lease{Holder: o.cfg.ID, Since: now.UTC()})
-			nrev, err := b.Leader.Update(rctx, bus.LeaderKey, data, rev)
-			rcancel()
-			if err != nil {
-				return fmt.Errorf("renew lease: %w", err)
-			}
-			rev = nrev
 			st.evaluate(ctx, now)
 			o.bonus.Store(st.bonuses(now))
 			st.saveBonuses(now)
