@@ -508,7 +508,8 @@ func (s *suite) hlsViewers(ctx context.Context) hlsRun {
 	for i := 0; i < s.hlsN; i++ {
 		r := Regions[i%len(Regions)]
 		v := &HLSViewer{Host: s.m.Hosts["view-"+r],
-			URL: fmt.Sprintf("http://%s:%d/hls/%s/index.m3u8", s.m.Hosts[RelayOf(r)].Addr, portHTTP, Stream)}
+			URL:  fmt.Sprintf("http://%s:%d/hls/%s/index.m3u8", s.m.Hosts[RelayOf(r)].Addr, portHTTP, Stream),
+			Play: s.m.Redirector() + "/play/" + Stream + "?proto=hls"}
 		h.viewers[r] = append(h.viewers[r], v)
 		go v.Run(ctx)
 	}
@@ -534,16 +535,30 @@ func (s *suite) hlsResult(drill, victim string, h hlsRun, killed time.Time) {
 	}
 	s.add(drill, fmt.Sprintf("%d HLS viewers of the other relays lose nothing", n), "0 failed fetches",
 		fmt.Sprintf("%d failed fetches, %d segments, longest wait for a new segment %s", fails, segs, secs(stall)), fails == 0 && segs > 0)
+	// They follow content steering: on the dead relay's first failure they
+	// move to the next pathway of the redirector's last steering answer.
 	recovered, m := 0, 0
+	var worstWait time.Duration
+	moved := map[string]int{}
 	for _, v := range h.viewers[victim] {
 		m++
-		if _, _, st := v.Stats(killed, killed, time.Now()); st <= 3*time.Second+2*time.Second {
+		_, _, st := v.Stats(killed, killed, time.Now())
+		worstWait = max(worstWait, st)
+		if st <= 3*time.Second+2*time.Second {
 			recovered++
+		}
+		if p := v.Pathways(); len(p) > 0 {
+			moved[p[len(p)-1]]++
 		}
 	}
 	if m > 0 {
-		s.add(drill, fmt.Sprintf("%d HLS viewers of the killed relay get segments again", m), "all; no wait > 5 s for a new segment (2 s segments)",
-			fmt.Sprintf("%d of %d (nothing points them elsewhere; they recover only when the relay is back)", recovered, m), recovered == m)
+		var to []string
+		for p, n := range moved {
+			to = append(to, fmt.Sprintf("%d on %s", n, p))
+		}
+		sort.Strings(to)
+		s.add(drill, fmt.Sprintf("%d HLS viewers of the killed relay get segments again (content steering)", m), "all; no wait > 5 s for a new segment (2 s segments)",
+			fmt.Sprintf("%d of %d, longest wait %s (at the end: %s)", recovered, m, secs(worstWait), strings.Join(to, ", ")), recovered == m)
 	}
 }
 

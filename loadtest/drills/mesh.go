@@ -220,7 +220,17 @@ func (m *Mesh) nodeArgs(h *Host) ([]string, error) {
 	}
 	return []string{"--rtmp", rtmpL, "--http", httpL,
 		"--advertise-rtmp", fmt.Sprintf("%s:%d", h.Addr, portRTMP), "--advertise-http", fmt.Sprintf("%s:%d", h.Addr, portHTTP),
-		"--nats", m.NATSURLs, "--log-level", "info"}, nil
+		"--nats", m.NATSURLs, "--steering-url", m.steeringURL(h), "--log-level", "info"}, nil
+}
+
+// steeringURL is the redirector a node's playlists name as their content
+// steering server: the orchestrator of the node's region, else orch-eu.
+func (m *Mesh) steeringURL(h *Host) string {
+	o := m.Hosts["orch-"+h.Region]
+	if o == nil {
+		o = m.Hosts["orch-eu"]
+	}
+	return fmt.Sprintf("http://%s:%d", o.Addr, portControl)
 }
 
 func (m *Mesh) startNodes() error {
