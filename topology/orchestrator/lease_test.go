@@ -1,0 +1,126 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/relaymesh/relaymesh/internal/bus"
+)
+
+// slowKV delays the lease updates while slow is set, as a loaded NATS
+// server does (an update that times out here may still land there).
+type slowKV struct {
+	jetstream.KeyValue
+	slow  atomic.Bool
+	delay time.Duration
+}
+
+func (s *slowKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	if s.slow.Load() {
+		select {
+		case <-ctx.Done():
+			// The write still reaches the server, late.
+			go func() { _, _ = s.KeyValue.Update(context.Background(), key, value, rev) }()
+			return 0, ctx.Err()
+		case <-time.After(s.delay):
+		}
+	}
+	return s.KeyValue.Update(ctx, key, value, rev)
+}
+
+func leaseFixture(t *testing.T) (*Orchestrator, *bus.Buckets, *slowKV, uint64, time.Time) {
+	t.Helper()
+	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Shutdown)
+	c, err := bus.Connect(bus.Options{InProcess: e.Server()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg := bus.BucketConfig{LeaseTTL: time.Second}
+	b, err := c.OpenBuckets(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skv := &slowKV{KeyValue: b.Leader, delay: 300 * time.Millisecond}
+	b.Leader = skv
+	o := &Orchestrator{cfg: Config{ID: "a", Interval: 100 * time.Millisecond, Buckets: cfg}, conn: c}
+	o.log = slog.New(slog.DiscardHandler)
+	sent := time.Now()
+	data, _ := bus.Encode(bus.Lease{Holder: "a", Since: sent})
+	rev, err := b.Leader.Create(ctx, bus.LeaderKey, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, b, skv, rev, sent
+}
+
+// TestLeaseSurvivesSlowRenewals: renewals that time out for less than the
+// lease's validity (some of them landing late) do not end the leadership.
+func TestLeaseSurvivesSlowRenewals(t *testing.T) {
+	o, b, skv, rev, sent := leaseFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.keepLease(ctx, b, rev, sent) }()
+	for i := 0; i < 3; i++ {
+		time.Sleep(300 * time.Millisecond)
+		skv.slow.Store(true) // 500 ms of renewals timing out (validity: 900 ms)
+		time.Sleep(500 * time.Millisecond)
+		skv.slow.Store(false)
+	}
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("lease given up: %v", err)
+	default:
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("keepLease at the end: %v", err)
+	}
+	e, err := b.Leader.Get(context.Background(), bus.LeaderKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := bus.DecodeLease(e.Value()); l.Holder != "a" {
+		t.Fatalf("lease held by %q", l.Holder)
+	}
+}
+
+// TestLeaseGivenUpWhenUnsure: with no renewal confirmed, the leader gives
+// up before the lease may lapse; with the lease held by another, at once.
+func TestLeaseGivenUpWhenUnsure(t *testing.T) {
+	o, b, skv, rev, sent := leaseFixture(t)
+	skv.slow.Store(true)
+	skv.delay = time.Hour
+	err := o.keepLease(context.Background(), b, rev, sent)
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("keepLease: %v, want the renewals' timeout", err)
+	}
+	// The lease is valid for LeaseTTL after it was sent: the leader stops
+	// one interval before.
+	if d := time.Since(sent); d >= o.cfg.Buckets.LeaseTTL {
+		t.Errorf("gave up %v after the last renewal was sent, not before the lease's %v", d, o.cfg.Buckets.LeaseTTL)
+	}
+
+	o2, b2, _, rev2, sent2 := leaseFixture(t)
+	data, _ := bus.Encode(bus.Lease{Holder: "b", Since: time.Now()})
+	if _, err := b2.Leader.Put(context.Background(), bus.LeaderKey, data); err != nil {
+		t.Fatal(err)
+	}
+	var lost *leaseLost
+	if err := o2.keepLease(context.Background(), b2, rev2, sent2); !errors.As(err, &lost) {
+		t.Fatalf("keepLease with the lease taken: %v, want lease lost", err)
+	}
+}
