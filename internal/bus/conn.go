@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -37,6 +38,8 @@ type Conn struct {
 	NC  *nats.Conn
 	JS  jetstream.JetStream
 	log *slog.Logger
+
+	raised sync.Map // bucket → replicas checked (replicas.go)
 }
 
 // Connect dials NATS. The first connection attempt is retried in the

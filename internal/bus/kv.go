@@ -87,7 +87,7 @@ func (c *Conn) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstr
 	want := c.replicas(cfg.Replicas)
 	kv, err := c.JS.KeyValue(ctx, cfg.Bucket)
 	if err == nil {
-		c.raiseReplicas(ctx, cfg.Bucket, want)
+		c.raiseLater(cfg.Bucket, want)
 		return kv, nil
 	}
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {

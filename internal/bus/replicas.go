@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -31,22 +32,43 @@ func (c *Conn) replicas(want int) int {
 	return max(want, 1)
 }
 
+// raiseLater checks a bucket's replicas once per connection, in the
+// background: opening the buckets must not wait for it (far from the
+// stream's leader every JetStream request costs a round trip, and callers
+// open the buckets under a short timeout).
+func (c *Conn) raiseLater(bucket string, want int) {
+	if want <= 1 {
+		return
+	}
+	if _, done := c.raised.LoadOrStore(bucket, true); done {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if !c.raiseReplicas(ctx, bucket, want) {
+			c.raised.Delete(bucket) // try again at the next open
+		}
+	}()
+}
+
 // raiseReplicas gives an existing bucket want replicas if it has fewer (a
 // bucket created by an older version with one, or before the cluster
 // grew). JetStream moves a stream to more replicas online; when the
 // cluster refuses, the bucket stays as it is and a warning says so
-// (docs/deploy.md has the manual step). It never lowers a count.
-func (c *Conn) raiseReplicas(ctx context.Context, bucket string, want int) {
+// (docs/deploy.md has the manual step). It never lowers a count. It
+// reports whether the bucket was checked (false: NATS did not answer).
+func (c *Conn) raiseReplicas(ctx context.Context, bucket string, want int) bool {
 	if want <= 1 {
-		return
+		return true
 	}
 	st, err := c.JS.Stream(ctx, "KV_"+bucket)
 	if err != nil {
-		return
+		return false
 	}
 	cfg := st.CachedInfo().Config
 	if cfg.Replicas >= want {
-		return
+		return true
 	}
 	have := cfg.Replicas
 	cfg.Replicas = want
@@ -54,8 +76,10 @@ func (c *Conn) raiseReplicas(ctx context.Context, bucket string, want int) {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) {
 			c.log.Warn("bucket keeps fewer replicas than wanted", "bucket", bucket, "replicas", have, "want", want, "err", err)
+			return true
 		}
-		return
+		return false
 	}
 	c.log.Info("bucket given more replicas", "bucket", bucket, "from", have, "to", want)
+	return true
 }

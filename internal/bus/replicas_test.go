@@ -91,12 +91,20 @@ func TestBucketsReplicatedInCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The existing bucket is raised in the background.
 	for _, name := range []string{BucketRelays, BucketPlacements, BucketLeader, BucketDemand} {
-		st, err := c.JS.Stream(ctx, "KV_"+name)
-		if err != nil {
-			t.Fatal(err)
+		r := 0
+		for ctx.Err() == nil {
+			st, err := c.JS.Stream(ctx, "KV_"+name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r = st.CachedInfo().Config.Replicas; r == 3 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		if r := st.CachedInfo().Config.Replicas; r != 3 {
+		if r != 3 {
 			t.Errorf("%s: %d replicas, want 3", name, r)
 		}
 	}

@@ -105,21 +105,24 @@ func StartMesh(ctx context.Context, n *Net, cfg MeshConfig) (*Mesh, error) {
 	}); err != nil {
 		return m, err
 	}
+	var last string
 	if err := waitFor(ctx, 60*time.Second, "every relay up at both redirectors", func() bool {
 		for _, o := range []string{"orch-eu", "orch-na"} {
 			mv, err := m.MeshView(o)
 			if err != nil {
+				last = fmt.Sprintf("%s: %v", o, err)
 				return false
 			}
 			for _, r := range mv.Relays {
 				if r.Status != "up" {
+					last = fmt.Sprintf("%s: %s is %s", o, r.ID, r.Status)
 					return false
 				}
 			}
 		}
 		return true
 	}); err != nil {
-		return m, err
+		return m, fmt.Errorf("%w (last: %s)", err, last)
 	}
 	return m, nil
 }
