@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/relaymesh/relaymesh/internal/bus"
@@ -16,61 +18,97 @@ import (
 // then creates it. A slow or failed renewal does not end the leadership:
 // the lease the last confirmed renewal wrote is valid until LeaseTTL after
 // that renewal was sent (the server stored it later, so it expires later),
-// and the leader keeps leading and retries until a margin of one Interval
-// before that. It gives up only when it cannot be sure it still holds the
-// lease: no renewal confirmed in time, the lease gone, or held by another.
+// and the leader keeps deciding until a margin before that, each renewal
+// waiting for its answer as long as the lease is valid (a slow server
+// still renews). Past that point it cannot be sure it holds the lease: it
+// pauses (no decisions, the leader gauge at 0) and keeps renewing over
+// the revision it last wrote. A renewal that succeeds then proves nobody
+// took the lease meanwhile (the write is conditional on that revision; an
+// expired or rewritten key has another), and the leader resumes with its
+// state as it was: a NATS server lost under the lease's stream (whose
+// leader election takes seconds) or a loaded one does not cost a
+// takeover. It gives up when the lease is gone or held by another.
 
-// leaseMargin is how long before the lease may lapse the leader gives up.
+// leaseMargin is how long before the lease may lapse the leader pauses.
 func (o *Orchestrator) leaseMargin() time.Duration {
-	return min(o.cfg.Interval, o.cfg.Buckets.LeaseTTL/2)
+	return min(o.cfg.Interval/2, o.cfg.Buckets.LeaseTTL/4)
+}
+
+// leaseKeeper tells the leader loop whether it may decide.
+type leaseKeeper struct {
+	paused  atomic.Bool
+	changed chan struct{} // a signal per pause or resumption
+}
+
+func newLeaseKeeper() *leaseKeeper { return &leaseKeeper{changed: make(chan struct{}, 1)} }
+
+func (k *leaseKeeper) set(paused bool) {
+	if k.paused.Swap(paused) != paused {
+		select {
+		case k.changed <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // keepLease renews the lease at revision rev, last written by a request
 // sent at sent, every Interval until ctx ends; it returns why it gave up.
-func (o *Orchestrator) keepLease(ctx context.Context, b *bus.Buckets, rev uint64, sent time.Time) error {
-	ttl := o.cfg.Buckets.LeaseTTL
-	valid := sent.Add(ttl - o.leaseMargin())
+func (o *Orchestrator) keepLease(ctx context.Context, b *bus.Buckets, k *leaseKeeper, rev uint64, sent time.Time) error {
+	ttl, margin := o.cfg.Buckets.LeaseTTL, o.leaseMargin()
+	valid := sent.Add(ttl - margin)
 	t := time.NewTicker(o.cfg.Interval)
 	defer t.Stop()
 	var lastErr error
 	for {
+		now := time.Now()
+		if !now.Before(valid) && !k.paused.Load() {
+			k.set(true)
+			o.leader.Store(false)
+			o.log.Warn("lease not confirmed in time: decisions paused while renewing", "err", lastErr)
+		}
+		// Wait for the answer while the lease is valid; once paused, an
+		// interval or two per attempt.
+		wait := valid.Sub(now)
+		if wait < o.cfg.Interval {
+			wait = 2 * o.cfg.Interval
+		}
+		rctx, cancel := context.WithTimeout(ctx, wait)
+		nrev, err := o.renew(rctx, b, rev, now)
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		var lost *leaseLost
+		switch {
+		case err == nil:
+			rev, valid = nrev, now.Add(ttl-margin)
+			if k.paused.Load() {
+				o.log.Info("lease renewed: decisions resume", "paused_for", time.Since(now).Round(time.Millisecond))
+				o.leader.Store(true)
+				k.set(false)
+			} else if lastErr != nil {
+				o.log.Info("lease renewed again")
+			}
+			lastErr = nil
+		case errors.As(err, &lost):
+			return fmt.Errorf("renew lease: %w (last error before: %v)", err, lastErr)
+		default:
+			if lastErr == nil {
+				o.log.Warn("lease renewal failed, retrying", "err", err, "valid_for", time.Until(valid).Round(time.Millisecond))
+			}
+			lastErr = err
+			// Again soon (an error may come back at once: no responders).
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(o.cfg.Interval / 4):
+			}
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-		}
-		for attempt := 0; ; attempt++ {
-			now := time.Now()
-			if !now.Before(valid) {
-				return fmt.Errorf("renew lease: none confirmed within %v: %w", ttl-o.leaseMargin(), lastErr)
-			}
-			// An attempt may take up to two intervals (a slow server still
-			// renews), never past the point of giving up.
-			rctx, cancel := context.WithTimeout(ctx, min(valid.Sub(now), 2*o.cfg.Interval))
-			nrev, err := o.renew(rctx, b, rev, now)
-			cancel()
-			if ctx.Err() != nil {
-				return nil
-			}
-			if err == nil {
-				if lastErr != nil {
-					o.log.Info("lease renewed again", "valid_for_was", valid.Sub(now).Round(time.Millisecond))
-				}
-				rev, valid, lastErr = nrev, now.Add(ttl-o.leaseMargin()), nil
-				break
-			}
-			var lost *leaseLost
-			if errors.As(err, &lost) {
-				return err
-			}
-			if lastErr == nil {
-				o.log.Warn("lease renewal failed, still leading and retrying", "err", err,
-					"valid_for", time.Until(valid).Round(time.Millisecond))
-			}
-			lastErr = err
-			if attempt >= 1 {
-				break // the next tick tries again
-			}
 		}
 	}
 }
@@ -101,4 +139,58 @@ func (o *Orchestrator) renew(ctx context.Context, b *bus.Buckets, rev uint64, no
 		return 0, &leaseLost{why: fmt.Sprintf("held by %q", l.Holder)}
 	}
 	return b.Leader.Update(ctx, bus.LeaderKey, data, e.Revision())
+}
+
+// answerPings answers on bus.LeaderSubject while the leader loop runs.
+func (o *Orchestrator) answerPings() (func(), error) {
+	sub, err := o.conn.NC.Subscribe(bus.LeaderSubject, func(m *nats.Msg) { _ = m.Respond([]byte(o.cfg.ID)) })
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = sub.Unsubscribe() }, nil
+}
+
+// leaderWatch is a follower's view of the leader: the lease's revision,
+// since when it has not changed, and the pings left unanswered.
+type leaderWatch struct {
+	rev     uint64
+	since   time.Time
+	missing int
+}
+
+// watchLeader runs between a follower's attempts at the lease: when the
+// leader's connection is gone (two pings in a row answered "no
+// responders": no subscriber anywhere in the cluster) and the lease has
+// not been renewed for one and a half intervals, the leader is dead, and
+// the follower removes the lease, conditionally on the revision it saw
+// (a renewal meanwhile keeps it), rather than wait out its TTL. A live
+// leader answers, and renews: either keeps its lease.
+func (o *Orchestrator) watchLeader(ctx context.Context, b *bus.Buckets, w *leaderWatch) {
+	ctx, cancel := context.WithTimeout(ctx, o.cfg.Interval)
+	defer cancel()
+	e, err := b.Leader.Get(ctx, bus.LeaderKey)
+	if err != nil {
+		*w = leaderWatch{}
+		return
+	}
+	now := time.Now()
+	if e.Revision() != w.rev {
+		*w = leaderWatch{rev: e.Revision(), since: now}
+	}
+	_, err = o.conn.NC.RequestWithContext(ctx, bus.LeaderSubject, nil)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		w.missing++
+	case err == nil:
+		w.missing = 0
+	}
+	if w.missing < 2 || now.Sub(w.since) < o.cfg.Interval*3/2 {
+		return
+	}
+	l, _ := bus.DecodeLease(e.Value())
+	if err := b.Leader.Delete(ctx, bus.LeaderKey, jetstream.LastRevision(w.rev)); err == nil {
+		o.log.Warn("leader gone (its connection closed, the lease not renewed): lease removed", "holder", l.Holder,
+			"not_renewed_for", now.Sub(w.since).Round(time.Millisecond))
+	}
+	*w = leaderWatch{}
 }

@@ -72,7 +72,9 @@ func TestLeaseSurvivesSlowRenewals(t *testing.T) {
 	o, b, skv, rev, sent := leaseFixture(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- o.keepLease(ctx, b, rev, sent) }()
+	k := newLeaseKeeper()
+	o.leader.Store(true)
+	go func() { done <- o.keepLease(ctx, b, k, rev, sent) }()
 	for i := 0; i < 3; i++ {
 		time.Sleep(300 * time.Millisecond)
 		skv.slow.Store(true) // 500 ms of renewals timing out (validity: 900 ms)
@@ -84,6 +86,9 @@ func TestLeaseSurvivesSlowRenewals(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("lease given up: %v", err)
 	default:
+	}
+	if k.paused.Load() || !o.Leader() {
+		t.Fatalf("paused %v, leader %v: want leading through the slow renewals", k.paused.Load(), o.Leader())
 	}
 	cancel()
 	if err := <-done; err != nil {
@@ -98,20 +103,36 @@ func TestLeaseSurvivesSlowRenewals(t *testing.T) {
 	}
 }
 
-// TestLeaseGivenUpWhenUnsure: with no renewal confirmed, the leader gives
-// up before the lease may lapse; with the lease held by another, at once.
-func TestLeaseGivenUpWhenUnsure(t *testing.T) {
+// TestLeasePausedWhenUnsure: with no renewal confirmed, the leader pauses
+// before the lease may lapse and resumes when a renewal over its revision
+// succeeds; with the lease held by another it gives up.
+func TestLeasePausedWhenUnsure(t *testing.T) {
 	o, b, skv, rev, sent := leaseFixture(t)
 	skv.slow.Store(true)
 	skv.delay = time.Hour
-	err := o.keepLease(context.Background(), b, rev, sent)
-	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("keepLease: %v, want the renewals' timeout", err)
+	k := newLeaseKeeper()
+	o.leader.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.keepLease(ctx, b, k, rev, sent) }()
+	for !k.paused.Load() && time.Since(sent) < 2*time.Second {
+		time.Sleep(10 * time.Millisecond)
 	}
-	// The lease is valid for LeaseTTL after it was sent: the leader stops
-	// one interval before.
-	if d := time.Since(sent); d >= o.cfg.Buckets.LeaseTTL {
-		t.Errorf("gave up %v after the last renewal was sent, not before the lease's %v", d, o.cfg.Buckets.LeaseTTL)
+	// The lease is valid for LeaseTTL after it was sent: the leader pauses
+	// a margin before.
+	if d := time.Since(sent); !k.paused.Load() || d >= o.cfg.Buckets.LeaseTTL || o.Leader() {
+		t.Fatalf("paused %v after %v (lease TTL %v), leader gauge %v", k.paused.Load(), d, o.cfg.Buckets.LeaseTTL, o.Leader())
+	}
+	skv.slow.Store(false)
+	for k.paused.Load() && time.Since(sent) < 5*time.Second {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if k.paused.Load() || !o.Leader() {
+		t.Fatalf("still paused after the renewals came back")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 
 	o2, b2, _, rev2, sent2 := leaseFixture(t)
@@ -120,7 +141,7 @@ func TestLeaseGivenUpWhenUnsure(t *testing.T) {
 		t.Fatal(err)
 	}
 	var lost *leaseLost
-	if err := o2.keepLease(context.Background(), b2, rev2, sent2); !errors.As(err, &lost) {
+	if err := o2.keepLease(context.Background(), b2, newLeaseKeeper(), rev2, sent2); !errors.As(err, &lost) {
 		t.Fatalf("keepLease with the lease taken: %v, want lease lost", err)
 	}
 }

@@ -142,6 +142,7 @@ func (o *Orchestrator) Bonuses() []Bonus { return *o.bonus.Load() }
 // Run follows and, when it wins the lease, leads until ctx ends.
 func (o *Orchestrator) Run(ctx context.Context) error {
 	var buckets *bus.Buckets
+	var watch leaderWatch
 	t := time.NewTicker(o.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -155,7 +156,12 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			buckets = b
 		}
 		if buckets != nil {
-			if rev, sent, ok := o.acquire(ctx, buckets); ok {
+			rev, sent, ok := o.acquire(ctx, buckets)
+			if !ok {
+				o.watchLeader(ctx, buckets, &watch)
+			}
+			if ok {
+				watch = leaderWatch{}
 				o.terms.Add(1)
 				o.leader.Store(true)
 				o.log.Info("leading")
@@ -214,15 +220,21 @@ func (o *Orchestrator) release(b *bus.Buckets) {
 func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64, sent time.Time) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	stopPings, err := o.answerPings()
+	if err != nil {
+		return fmt.Errorf("answer pings: %w", err)
+	}
+	defer stopPings()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 	// The lease is kept from the start, restoring included.
 	lost := make(chan error, 1)
+	keeper := newLeaseKeeper()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := o.keepLease(ctx, b, rev, sent); err != nil {
+		if err := o.keepLease(ctx, b, keeper, rev, sent); err != nil {
 			lost <- err
 			cancel()
 		}
@@ -295,33 +307,42 @@ func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64, sen
 	t := time.NewTicker(o.cfg.Interval)
 	defer t.Stop()
 	for {
+		// While the lease is not confirmed nothing is decided: the
+		// events wait (statuses, results) or are dropped (demand and
+		// stream events beyond their queues), as with a busy leader.
+		sc, dc, ec, rc, tc := statuses, demandCh, eventCh, st.results, t.C
+		if keeper.paused.Load() {
+			sc, dc, ec, rc, tc = nil, nil, nil, nil, nil
+		}
 		select {
 		case err := <-lost:
 			return err
+		case <-keeper.changed:
+			continue
 		case <-ctx.Done():
 			if len(lost) > 0 {
 				return <-lost
 			}
 			return nil
-		case s := <-statuses:
+		case s := <-sc:
 			st.onStatus(ctx, time.Now(), s)
-		case data := <-demandCh:
+		case data := <-dc:
 			d, err := bus.DecodeDemand(data)
 			if err != nil {
 				o.log.Debug("bad demand message", "err", err)
 				continue
 			}
 			st.onDemand(ctx, time.Now(), d)
-		case data := <-eventCh:
+		case data := <-ec:
 			e, err := bus.DecodeStreamEvent(data)
 			if err != nil {
 				o.log.Debug("bad stream event", "err", err)
 				continue
 			}
 			st.onStreamEvent(ctx, time.Now(), e)
-		case r := <-st.results:
+		case r := <-rc:
 			st.onResult(ctx, r)
-		case now := <-t.C:
+		case now := <-tc:
 			st.evaluate(ctx, now)
 			o.bonus.Store(st.bonuses(now))
 			st.saveBonuses(now)
