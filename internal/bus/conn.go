@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -39,7 +40,8 @@ type Conn struct {
 	JS  jetstream.JetStream
 	log *slog.Logger
 
-	raised sync.Map // bucket → replicas checked (replicas.go)
+	raised   sync.Map     // bucket → replicas checked (replicas.go)
+	refusals atomic.Int32 // creations refused for want of peers (kv.go)
 }
 
 // Connect dials NATS. The first connection attempt is retried in the

@@ -99,8 +99,13 @@ func (c *Conn) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstr
 		if err == nil || cfg.Replicas <= 1 || errors.Is(err, jetstream.ErrBucketExists) || !errors.As(err, &apiErr) {
 			break
 		}
-		// The cluster refused this many replicas (too few servers with
-		// JetStream, or none clustered): try one fewer.
+		// The cluster refused this many replicas. While it forms (its
+		// servers not all known to its leader yet) that passes: the
+		// caller tries again. Refused for long, there are too few servers
+		// with JetStream: one fewer.
+		if apiErr.ErrorCode == errCodeNoPeers && c.refusals.Add(1) <= refusalsBeforeFewer {
+			break
+		}
 		c.log.Warn("bucket not created with this many replicas, trying fewer", "bucket", cfg.Bucket, "replicas", cfg.Replicas, "err", err)
 	}
 	if errors.Is(err, jetstream.ErrBucketExists) {

@@ -14,6 +14,11 @@ import (
 // (no cluster) keeps one; a cluster of two, two.
 const DefaultReplicas = 3
 
+// refusalsBeforeFewer is how many times a connection's bucket creations
+// may be refused for want of peers (a cluster still forming: its leader
+// does not know every server yet) before it asks for fewer replicas.
+const refusalsBeforeFewer = 10
+
 // replicas is the number of replicas to ask for: want (DefaultReplicas
 // when zero), bounded by the servers of the cluster the connection knows
 // (the configured URLs and those the cluster announces), one without a
@@ -83,3 +88,6 @@ func (c *Conn) raiseReplicas(ctx context.Context, bucket string, want int) bool 
 	c.log.Info("bucket given more replicas", "bucket", bucket, "from", have, "to", want)
 	return true
 }
+
+// errCodeNoPeers is JetStream's "no suitable peers for placement".
+const errCodeNoPeers jetstream.ErrorCode = 10005
