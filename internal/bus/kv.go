@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -58,23 +59,34 @@ func (c *Conn) OpenBuckets(ctx context.Context, cfg BucketConfig) (*Buckets, err
 	if cfg.DemandTTL <= 0 {
 		cfg.DemandTTL = DefaultDemandTTL
 	}
+	// The four at once: far from a stream's leader each open is a round
+	// trip or two, and callers open the buckets under a short timeout.
 	var b Buckets
-	var err error
 	r := cfg.Replicas
-	if b.Relays, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketRelays, History: 1, TTL: cfg.StatusTTL, Replicas: r,
-		Description: "relay status, one key per relay; entries expire when a relay stops reporting"}); err != nil {
-		return nil, err
+	specs := []struct {
+		kv  *jetstream.KeyValue
+		cfg jetstream.KeyValueConfig
+	}{
+		{&b.Relays, jetstream.KeyValueConfig{Bucket: BucketRelays, History: 1, TTL: cfg.StatusTTL, Replicas: r,
+			Description: "relay status, one key per relay; entries expire when a relay stops reporting"}},
+		{&b.Placements, jetstream.KeyValueConfig{Bucket: BucketPlacements, History: 1, Replicas: r,
+			Description: "relays of each stream, written by the leading orchestrator"}},
+		{&b.Leader, jetstream.KeyValueConfig{Bucket: BucketLeader, History: 1, TTL: cfg.LeaseTTL, Replicas: r,
+			Description: "orchestrator leadership lease"}},
+		{&b.Demand, jetstream.KeyValueConfig{Bucket: BucketDemand, History: 1, TTL: cfg.DemandTTL, Replicas: r,
+			Description: "demand bonuses of each stream, written by the leading orchestrator"}},
 	}
-	if b.Placements, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketPlacements, History: 1, Replicas: r,
-		Description: "relays of each stream, written by the leading orchestrator"}); err != nil {
-		return nil, err
+	errs := make([]error, len(specs))
+	var wg sync.WaitGroup
+	for i, sp := range specs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			*sp.kv, errs[i] = c.bucket(ctx, sp.cfg)
+		}()
 	}
-	if b.Leader, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketLeader, History: 1, TTL: cfg.LeaseTTL, Replicas: r,
-		Description: "orchestrator leadership lease"}); err != nil {
-		return nil, err
-	}
-	if b.Demand, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketDemand, History: 1, TTL: cfg.DemandTTL, Replicas: r,
-		Description: "demand bonuses of each stream, written by the leading orchestrator"}); err != nil {
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return &b, nil
