@@ -279,6 +279,25 @@ func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64, sen
 			}
 		}
 	}()
+	// Statuses also come as core messages: while the bucket's watch is
+	// away (its stream's leader lost) relays are not taken for silent.
+	ssub, err := o.conn.NC.Subscribe(bus.StatusWildcard, func(m *nats.Msg) {
+		s, err := bus.DecodeStatus(m.Data)
+		if err != nil {
+			return
+		}
+		if subj, err := bus.StatusSubject(s.ID); err != nil || subj != m.Subject {
+			return
+		}
+		select {
+		case statuses <- s:
+		default: // the watch brings it too
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("subscribe statuses: %w", err)
+	}
+	defer ssub.Unsubscribe()
 	demandCh := make(chan []byte, 256)
 	sub, err := o.conn.NC.Subscribe(bus.DemandSubject, func(m *nats.Msg) {
 		select {

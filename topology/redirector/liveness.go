@@ -106,3 +106,15 @@ func (r *Redirector) setState(id placement.ServerID, up, draining bool) {
 	}
 	r.mesh.SetDraining(id, draining)
 }
+
+// onStatusMsg takes a status sent as a core message.
+func (r *Redirector) onStatusMsg(m *nats.Msg) {
+	s, err := bus.DecodeStatus(m.Data)
+	if err != nil {
+		return
+	}
+	if subj, err := bus.StatusSubject(s.ID); err != nil || subj != m.Subject {
+		return // a status for another relay than its subject says
+	}
+	r.onStatus(s)
+}
