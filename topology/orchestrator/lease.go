@@ -27,7 +27,8 @@ import (
 // expired or rewritten key has another), and the leader resumes with its
 // state as it was: a NATS server lost under the lease's stream (whose
 // leader election takes seconds) or a loaded one does not cost a
-// takeover. It gives up when the lease is gone or held by another.
+// takeover. It gives up when the lease is gone or held by another, or
+// after pausing for twice the TTL.
 
 // leaseMargin is how long before the lease may lapse the leader pauses.
 func (o *Orchestrator) leaseMargin() time.Duration {
@@ -61,6 +62,11 @@ func (o *Orchestrator) keepLease(ctx context.Context, b *bus.Buckets, k *leaseKe
 	var lastErr error
 	for {
 		now := time.Now()
+		// Paused beyond twice the TTL, the lease has lapsed on any server
+		// that works: the leader steps down and competes again.
+		if k.paused.Load() && now.Sub(valid) > 2*ttl {
+			return fmt.Errorf("renew lease: none confirmed for %v: %w", now.Sub(valid)+ttl-margin, lastErr)
+		}
 		if !now.Before(valid) && !k.paused.Load() {
 			k.set(true)
 			o.leader.Store(false)
