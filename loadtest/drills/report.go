@@ -138,6 +138,16 @@ own address, linked by veth pairs through a router namespace per region:
   hosts, so a loaded machine delays it too; with netem it carries none.
 - **not measured**: what the check needs is not in this build (the check
   counts as failed until it is).
+- The control plane's buckets have three replicas (one per NATS node).
+  Killing the node that leads a bucket's stream leaves that bucket
+  unwritable until the two left elect a new leader (nats-server's raft:
+  4–9 s after the loss); meanwhile the orchestrator pauses its decisions
+  when it cannot confirm its lease (its leader gauge at 0, which the lease
+  check counts as time without a leader) and resumes without a takeover
+  when a renewal succeeds. The nodes' route traffic goes through the delay
+  proxy in the harness process like everything else: on a loaded machine
+  it is late, and nats-server may report streams without quorum
+  ("has NO quorum, stalled" in the nodes' logs, DRILL_LOGS keeps them).
 - Thresholds from the continuity issue: picture again ≤ 3 s after a relay
   kill, the redirector clean ≤ 3 s, takeover ≤ 5 s, other viewers lose
   nothing, no placement lost. The suite sets the others: a restarted relay
