@@ -130,7 +130,7 @@ func (e *leaseLost) Error() string { return "lease lost: " + e.why }
 func (o *Orchestrator) renew(ctx context.Context, b *bus.Buckets, rev uint64, now time.Time) (uint64, error) {
 	data, _ := bus.Encode(bus.Lease{Holder: o.cfg.ID, Since: now.UTC()})
 	nrev, err := b.Leader.Update(ctx, bus.LeaderKey, data, rev)
-	if err == nil || !errors.Is(err, jetstream.ErrKeyExists) {
+	if err == nil || !staleRevision(err) {
 		return nrev, err
 	}
 	e, gerr := b.Leader.Get(ctx, bus.LeaderKey)
@@ -174,21 +174,28 @@ type leaderWatch struct {
 func (o *Orchestrator) watchLeader(ctx context.Context, b *bus.Buckets, w *leaderWatch) {
 	ctx, cancel := context.WithTimeout(ctx, o.cfg.Interval)
 	defer cancel()
-	e, err := b.Leader.Get(ctx, bus.LeaderKey)
-	if err != nil {
-		*w = leaderWatch{}
-		return
-	}
-	now := time.Now()
-	if e.Revision() != w.rev {
-		*w = leaderWatch{rev: e.Revision(), since: now}
-	}
-	_, err = o.conn.NC.RequestWithContext(ctx, bus.LeaderSubject, nil)
+	_, err := o.conn.NC.RequestWithContext(ctx, bus.LeaderSubject, nil)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		w.missing++
 	case err == nil:
 		w.missing = 0
+	}
+	// A read that fails (a loaded server) changes nothing of what was seen.
+	e, err := b.Leader.Get(ctx, bus.LeaderKey)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			*w = leaderWatch{}
+		}
+		return
+	}
+	now := time.Now()
+	if e.Revision() != w.rev {
+		missing := 0
+		if w.rev == 0 {
+			missing = w.missing // the first look: the pings just asked count
+		}
+		*w = leaderWatch{rev: e.Revision(), since: now, missing: missing}
 	}
 	if w.missing < 2 || now.Sub(w.since) < o.cfg.Interval*3/2 {
 		return
@@ -199,4 +206,15 @@ func (o *Orchestrator) watchLeader(ctx context.Context, b *bus.Buckets, w *leade
 			"not_renewed_for", now.Sub(w.since).Round(time.Millisecond))
 	}
 	*w = leaderWatch{}
+}
+
+// staleRevision says an update was refused for its revision: "key exists"
+// on one replica, "key revision mismatch" on replicated buckets.
+func staleRevision(err error) bool {
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }

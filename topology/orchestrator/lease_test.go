@@ -145,3 +145,40 @@ func TestLeasePausedWhenUnsure(t *testing.T) {
 		t.Fatalf("keepLease with the lease taken: %v, want lease lost", err)
 	}
 }
+
+// TestFollowerRemovesDeadLeadersLease: a lease whose holder answers no
+// pings and is not renewed is removed after 1.5 intervals; one whose
+// holder answers stays.
+func TestFollowerRemovesDeadLeadersLease(t *testing.T) {
+	o, b, _, _, _ := leaseFixture(t)
+	var w leaderWatch
+	start := time.Now()
+	for time.Since(start) < 3*time.Second {
+		o.watchLeader(context.Background(), b, &w)
+		if _, err := b.Leader.Get(context.Background(), bus.LeaderKey); errors.Is(err, jetstream.ErrKeyNotFound) {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if _, err := b.Leader.Get(context.Background(), bus.LeaderKey); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("the dead leader's lease is still there after %v: %v", time.Since(start), err)
+	}
+	if d := time.Since(start); d < o.cfg.Interval*3/2 {
+		t.Errorf("removed after %v, before 1.5 intervals", d)
+	}
+
+	o2, b2, _, _, _ := leaseFixture(t)
+	stop, err := o2.answerPings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var w2 leaderWatch
+	for i := 0; i < 40; i++ {
+		o2.watchLeader(context.Background(), b2, &w2)
+		time.Sleep(25 * time.Millisecond)
+	}
+	if _, err := b2.Leader.Get(context.Background(), bus.LeaderKey); err != nil {
+		t.Fatalf("a live leader's lease was removed: %v", err)
+	}
+}
