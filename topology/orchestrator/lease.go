@@ -149,7 +149,8 @@ func (o *Orchestrator) renew(ctx context.Context, b *bus.Buckets, rev uint64, no
 
 // answerPings answers on bus.LeaderSubject while the leader loop runs.
 func (o *Orchestrator) answerPings() (func(), error) {
-	sub, err := o.conn.NC.Subscribe(bus.LeaderSubject, func(m *nats.Msg) { _ = m.Respond([]byte(o.cfg.ID)) })
+	id := []byte(o.cfg.ID)
+	sub, err := o.conn.NC.Subscribe(bus.LeaderSubject, func(m *nats.Msg) { _ = m.Respond(id) })
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +172,11 @@ type leaderWatch struct {
 // the follower removes the lease, conditionally on the revision it saw
 // (a renewal meanwhile keeps it), rather than wait out its TTL. A live
 // leader answers, and renews: either keeps its lease.
-func (o *Orchestrator) watchLeader(ctx context.Context, b *bus.Buckets, w *leaderWatch) {
+//
+// A lease that names this instance while it follows is its own: a Create
+// that timed out here but reached the server. It is taken (mine), valid
+// from when that Create was sent (the lease's Since).
+func (o *Orchestrator) watchLeader(ctx context.Context, b *bus.Buckets, w *leaderWatch) (rev uint64, sent time.Time, mine bool) {
 	ctx, cancel := context.WithTimeout(ctx, o.cfg.Interval)
 	defer cancel()
 	_, err := o.conn.NC.RequestWithContext(ctx, bus.LeaderSubject, nil)
@@ -187,7 +192,12 @@ func (o *Orchestrator) watchLeader(ctx context.Context, b *bus.Buckets, w *leade
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			*w = leaderWatch{}
 		}
-		return
+		return 0, time.Time{}, false
+	}
+	l, _ := bus.DecodeLease(e.Value())
+	if l.Holder == o.cfg.ID {
+		*w = leaderWatch{}
+		return e.Revision(), l.Since, true
 	}
 	now := time.Now()
 	if e.Revision() != w.rev {
@@ -198,14 +208,14 @@ func (o *Orchestrator) watchLeader(ctx context.Context, b *bus.Buckets, w *leade
 		*w = leaderWatch{rev: e.Revision(), since: now, missing: missing}
 	}
 	if w.missing < 2 || now.Sub(w.since) < o.cfg.Interval*3/2 {
-		return
+		return 0, time.Time{}, false
 	}
-	l, _ := bus.DecodeLease(e.Value())
 	if err := b.Leader.Delete(ctx, bus.LeaderKey, jetstream.LastRevision(w.rev)); err == nil {
 		o.log.Warn("leader gone (its connection closed, the lease not renewed): lease removed", "holder", l.Holder,
 			"not_renewed_for", now.Sub(w.since).Round(time.Millisecond))
 	}
 	*w = leaderWatch{}
+	return 0, time.Time{}, false
 }
 
 // staleRevision says an update was refused for its revision: "key exists"

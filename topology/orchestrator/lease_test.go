@@ -150,8 +150,13 @@ func TestLeasePausedWhenUnsure(t *testing.T) {
 // pings and is not renewed is removed after 1.5 intervals; one whose
 // holder answers stays.
 func TestFollowerRemovesDeadLeadersLease(t *testing.T) {
-	o, b, _, _, _ := leaseFixture(t)
+	o, b, _, rev0, _ := leaseFixture(t)
 	var w leaderWatch
+	// Its own lease (a Create that timed out but landed) is taken.
+	if rev, _, mine := o.watchLeader(context.Background(), b, &w); !mine || rev != rev0 {
+		t.Fatalf("own lease: mine %v, revision %d, want %d", mine, rev, rev0)
+	}
+	o.cfg.ID = "b"
 	start := time.Now()
 	for time.Since(start) < 3*time.Second {
 		o.watchLeader(context.Background(), b, &w)
@@ -169,6 +174,7 @@ func TestFollowerRemovesDeadLeadersLease(t *testing.T) {
 
 	o2, b2, _, _, _ := leaseFixture(t)
 	stop, err := o2.answerPings()
+	o2.cfg.ID = "b" // the follower; the leader "a" answers on the same connection
 	if err != nil {
 		t.Fatal(err)
 	}

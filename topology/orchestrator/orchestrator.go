@@ -158,7 +158,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		if buckets != nil {
 			rev, sent, ok := o.acquire(ctx, buckets)
 			if !ok {
-				o.watchLeader(ctx, buckets, &watch)
+				rev, sent, ok = o.watchLeader(ctx, buckets, &watch)
 			}
 			if ok {
 				watch = leaderWatch{}
