@@ -37,8 +37,9 @@ func (o *Orchestrator) leaseMargin() time.Duration {
 
 // leaseKeeper tells the leader loop whether it may decide.
 type leaseKeeper struct {
-	paused  atomic.Bool
-	changed chan struct{} // a signal per pause or resumption
+	paused   atomic.Bool
+	changed  chan struct{} // a signal per pause or resumption
+	pausedAt time.Time     // set by keepLease before paused (tests)
 }
 
 func newLeaseKeeper() *leaseKeeper { return &leaseKeeper{changed: make(chan struct{}, 1)} }
@@ -68,6 +69,7 @@ func (o *Orchestrator) keepLease(ctx context.Context, b *bus.Buckets, k *leaseKe
 			return fmt.Errorf("renew lease: none confirmed for %v: %w", now.Sub(valid)+ttl-margin, lastErr)
 		}
 		if !now.Before(valid) && !k.paused.Load() {
+			k.pausedAt = now
 			k.set(true)
 			o.leader.Store(false)
 			o.log.Warn("lease not confirmed in time: decisions paused while renewing", "err", lastErr)
