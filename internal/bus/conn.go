@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -37,6 +39,9 @@ type Conn struct {
 	NC  *nats.Conn
 	JS  jetstream.JetStream
 	log *slog.Logger
+
+	raised   sync.Map     // bucket → replicas checked (replicas.go)
+	refusals atomic.Int32 // creations refused for want of peers (kv.go)
 }
 
 // Connect dials NATS. The first connection attempt is retried in the

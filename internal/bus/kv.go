@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -41,6 +42,9 @@ type Buckets struct {
 // BucketConfig sets the TTLs (zero: the defaults).
 type BucketConfig struct {
 	StatusTTL, LeaseTTL, DemandTTL time.Duration
+	// Replicas of each bucket (replicas.go). Zero: DefaultReplicas, fewer
+	// when the cluster has fewer servers; one on a server without a cluster.
+	Replicas int
 }
 
 // OpenBuckets creates the buckets if they do not exist yet and opens them.
@@ -55,36 +59,67 @@ func (c *Conn) OpenBuckets(ctx context.Context, cfg BucketConfig) (*Buckets, err
 	if cfg.DemandTTL <= 0 {
 		cfg.DemandTTL = DefaultDemandTTL
 	}
+	// The four at once: far from a stream's leader each open is a round
+	// trip or two, and callers open the buckets under a short timeout.
 	var b Buckets
-	var err error
-	if b.Relays, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketRelays, History: 1, TTL: cfg.StatusTTL,
-		Description: "relay status, one key per relay; entries expire when a relay stops reporting"}); err != nil {
-		return nil, err
+	r := cfg.Replicas
+	specs := []struct {
+		kv  *jetstream.KeyValue
+		cfg jetstream.KeyValueConfig
+	}{
+		{&b.Relays, jetstream.KeyValueConfig{Bucket: BucketRelays, History: 1, TTL: cfg.StatusTTL, Replicas: r,
+			Description: "relay status, one key per relay; entries expire when a relay stops reporting"}},
+		{&b.Placements, jetstream.KeyValueConfig{Bucket: BucketPlacements, History: 1, Replicas: r,
+			Description: "relays of each stream, written by the leading orchestrator"}},
+		{&b.Leader, jetstream.KeyValueConfig{Bucket: BucketLeader, History: 1, TTL: cfg.LeaseTTL, Replicas: r,
+			Description: "orchestrator leadership lease"}},
+		{&b.Demand, jetstream.KeyValueConfig{Bucket: BucketDemand, History: 1, TTL: cfg.DemandTTL, Replicas: r,
+			Description: "demand bonuses of each stream, written by the leading orchestrator"}},
 	}
-	if b.Placements, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketPlacements, History: 1,
-		Description: "relays of each stream, written by the leading orchestrator"}); err != nil {
-		return nil, err
+	errs := make([]error, len(specs))
+	var wg sync.WaitGroup
+	for i, sp := range specs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			*sp.kv, errs[i] = c.bucket(ctx, sp.cfg)
+		}()
 	}
-	if b.Leader, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketLeader, History: 1, TTL: cfg.LeaseTTL,
-		Description: "orchestrator leadership lease"}); err != nil {
-		return nil, err
-	}
-	if b.Demand, err = c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketDemand, History: 1, TTL: cfg.DemandTTL,
-		Description: "demand bonuses of each stream, written by the leading orchestrator"}); err != nil {
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return &b, nil
 }
 
+// bucket opens cfg.Bucket, creating it if it does not exist, with
+// cfg.Replicas replicas (0: the default, see replicas.go); an existing
+// bucket with fewer replicas than wanted is given more.
 func (c *Conn) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	want := c.replicas(cfg.Replicas)
 	kv, err := c.JS.KeyValue(ctx, cfg.Bucket)
 	if err == nil {
+		c.raiseLater(cfg.Bucket, want)
 		return kv, nil
 	}
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("bus: bucket %s: %w", cfg.Bucket, err)
 	}
-	kv, err = c.JS.CreateKeyValue(ctx, cfg)
+	for cfg.Replicas = want; ; cfg.Replicas-- {
+		kv, err = c.JS.CreateKeyValue(ctx, cfg)
+		var apiErr *jetstream.APIError
+		if err == nil || cfg.Replicas <= 1 || errors.Is(err, jetstream.ErrBucketExists) || !errors.As(err, &apiErr) {
+			break
+		}
+		// The cluster refused this many replicas. While it forms (its
+		// servers not all known to its leader yet) that passes: the
+		// caller tries again. Refused for long, there are too few servers
+		// with JetStream: one fewer.
+		if apiErr.ErrorCode == errCodeNoPeers && c.refusals.Add(1) <= refusalsBeforeFewer {
+			break
+		}
+		c.log.Warn("bucket not created with this many replicas, trying fewer", "bucket", cfg.Bucket, "replicas", cfg.Replicas, "err", err)
+	}
 	if errors.Is(err, jetstream.ErrBucketExists) {
 		kv, err = c.JS.KeyValue(ctx, cfg.Bucket)
 	}

@@ -427,8 +427,14 @@ func (s *suite) relayKill() {
 		s.res.AddNotMeasured(drill, "the killed relay's swarm reconnects through the redirector (loadtest rtmp --reconnect-via)", "all play on",
 			"this build's `loadtest rtmp` has no --reconnect-via")
 	} else {
+		// A player that lost its connection and played on through the
+		// redirector has no error (the loss is its last_loss); one that
+		// never got a picture again keeps the error.
 		bad, _, viewers, errs := s.losses(sw, vr)
 		m := fmt.Sprintf("%d of %d ended with an error", bad, viewers)
+		if rep, err := sw[vr].Wait(); err == nil && rep != nil {
+			m += fmt.Sprintf("; %d reconnects, time to picture p50 %.2f s, max %.2f s", rep.Reconnects, rep.ReconnectP50/1000, rep.ReconnectMax/1000)
+		}
 		if len(errs) > 0 {
 			m += fmt.Sprintf(" (e.g. %.80q)", errs[0])
 		}
@@ -502,7 +508,8 @@ func (s *suite) hlsViewers(ctx context.Context) hlsRun {
 	for i := 0; i < s.hlsN; i++ {
 		r := Regions[i%len(Regions)]
 		v := &HLSViewer{Host: s.m.Hosts["view-"+r],
-			URL: fmt.Sprintf("http://%s:%d/hls/%s/index.m3u8", s.m.Hosts[RelayOf(r)].Addr, portHTTP, Stream)}
+			URL:  fmt.Sprintf("http://%s:%d/hls/%s/index.m3u8", s.m.Hosts[RelayOf(r)].Addr, portHTTP, Stream),
+			Play: s.m.Redirector() + "/play/" + Stream + "?proto=hls"}
 		h.viewers[r] = append(h.viewers[r], v)
 		go v.Run(ctx)
 	}
@@ -528,16 +535,30 @@ func (s *suite) hlsResult(drill, victim string, h hlsRun, killed time.Time) {
 	}
 	s.add(drill, fmt.Sprintf("%d HLS viewers of the other relays lose nothing", n), "0 failed fetches",
 		fmt.Sprintf("%d failed fetches, %d segments, longest wait for a new segment %s", fails, segs, secs(stall)), fails == 0 && segs > 0)
+	// They follow content steering: on the dead relay's first failure they
+	// move to the next pathway of the redirector's last steering answer.
 	recovered, m := 0, 0
+	var worstWait time.Duration
+	moved := map[string]int{}
 	for _, v := range h.viewers[victim] {
 		m++
-		if _, _, st := v.Stats(killed, killed, time.Now()); st <= 3*time.Second+2*time.Second {
+		_, _, st := v.Stats(killed, killed, time.Now())
+		worstWait = max(worstWait, st)
+		if st <= 3*time.Second+2*time.Second {
 			recovered++
+		}
+		if p := v.Pathways(); len(p) > 0 {
+			moved[p[len(p)-1]]++
 		}
 	}
 	if m > 0 {
-		s.add(drill, fmt.Sprintf("%d HLS viewers of the killed relay get segments again", m), "all; no wait > 5 s for a new segment (2 s segments)",
-			fmt.Sprintf("%d of %d (nothing points them elsewhere; they recover only when the relay is back)", recovered, m), recovered == m)
+		var to []string
+		for p, n := range moved {
+			to = append(to, fmt.Sprintf("%d on %s", n, p))
+		}
+		sort.Strings(to)
+		s.add(drill, fmt.Sprintf("%d HLS viewers of the killed relay get segments again (content steering)", m), "all; no wait > 5 s for a new segment (2 s segments)",
+			fmt.Sprintf("%d of %d, longest wait %s (at the end: %s)", recovered, m, secs(worstWait), strings.Join(to, ", ")), recovered == m)
 	}
 }
 

@@ -105,21 +105,24 @@ func StartMesh(ctx context.Context, n *Net, cfg MeshConfig) (*Mesh, error) {
 	}); err != nil {
 		return m, err
 	}
+	var last string
 	if err := waitFor(ctx, 60*time.Second, "every relay up at both redirectors", func() bool {
 		for _, o := range []string{"orch-eu", "orch-na"} {
 			mv, err := m.MeshView(o)
 			if err != nil {
+				last = fmt.Sprintf("%s: %v", o, err)
 				return false
 			}
 			for _, r := range mv.Relays {
 				if r.Status != "up" {
+					last = fmt.Sprintf("%s: %s is %s", o, r.ID, r.Status)
 					return false
 				}
 			}
 		}
 		return true
 	}); err != nil {
-		return m, err
+		return m, fmt.Errorf("%w (last: %s)", err, last)
 	}
 	return m, nil
 }
@@ -220,7 +223,17 @@ func (m *Mesh) nodeArgs(h *Host) ([]string, error) {
 	}
 	return []string{"--rtmp", rtmpL, "--http", httpL,
 		"--advertise-rtmp", fmt.Sprintf("%s:%d", h.Addr, portRTMP), "--advertise-http", fmt.Sprintf("%s:%d", h.Addr, portHTTP),
-		"--nats", m.NATSURLs, "--log-level", "info"}, nil
+		"--nats", m.NATSURLs, "--steering-url", m.steeringURL(h), "--log-level", "info"}, nil
+}
+
+// steeringURL is the redirector a node's playlists name as their content
+// steering server: the orchestrator of the node's region, else orch-eu.
+func (m *Mesh) steeringURL(h *Host) string {
+	o := m.Hosts["orch-"+h.Region]
+	if o == nil {
+		o = m.Hosts["orch-eu"]
+	}
+	return fmt.Sprintf("http://%s:%d", o.Addr, portControl)
 }
 
 func (m *Mesh) startNodes() error {

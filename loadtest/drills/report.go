@@ -92,7 +92,12 @@ own address, linked by veth pairs through a router namespace per region:
 - viewers: ` + "`relaymesh loadtest rtmp`" + ` swarms from a viewer host per
   region (their JSON reports give losses and gaps), plus players run by the
   harness that record when every video frame arrived and, where a drill says
-  so, reconnect through the redirector's ` + "`/play`" + ` when their connection ends.
+  so, reconnect through the redirector's ` + "`/play`" + ` when their connection ends;
+  HLS viewers run by the harness that follow content steering as players
+  do (the relays are started with ` + "`--steering-url`" + ` naming their region's
+  redirector: they read EXT-X-CONTENT-STEERING, ask ` + "`/steer`" + ` every TTL,
+  move to the next pathway of the last answer when a media playlist fails,
+  and go back to ` + "`/play`" + ` when none is left).
 
 `)
 	b.WriteString(setup)
@@ -103,8 +108,11 @@ own address, linked by veth pairs through a router namespace per region:
    relay-na that reconnect through ` + "`/play`" + `, HLS viewers on every relay;
    relay-na is killed (SIGKILL). Time to picture is from the kill to the
    first video frame on the new connection; the redirector is asked from a
-   na viewer host every 100 ms until it names another server. Then relay-na
-   is started again and asked for until it is named again.
+   na viewer host every 100 ms until it names another server. relay-na's
+   swarm runs with ` + "`--reconnect-via`" + ` the redirector: a player that plays
+   on after the loss has no error in the report (the loss is its
+   ` + "`last_loss`" + `); one that never gets a picture again keeps it. Then
+   relay-na is started again and asked for until it is named again.
 2. **NATS node kill**: the node leading the placements bucket's stream (the
    worst single node) is killed under load; the lease, the relays' status
    reports and a decision (a new stream's relay opened on demand) are
@@ -130,6 +138,16 @@ own address, linked by veth pairs through a router namespace per region:
   hosts, so a loaded machine delays it too; with netem it carries none.
 - **not measured**: what the check needs is not in this build (the check
   counts as failed until it is).
+- The control plane's buckets have three replicas (one per NATS node).
+  Killing the node that leads a bucket's stream leaves that bucket
+  unwritable until the two left elect a new leader (nats-server's raft:
+  4–9 s after the loss); meanwhile the orchestrator pauses its decisions
+  when it cannot confirm its lease (its leader gauge at 0, which the lease
+  check counts as time without a leader) and resumes without a takeover
+  when a renewal succeeds. The nodes' route traffic goes through the delay
+  proxy in the harness process like everything else: on a loaded machine
+  it is late, and nats-server may report streams without quorum
+  ("has NO quorum, stalled" in the nodes' logs, DRILL_LOGS keeps them).
 - Thresholds from the continuity issue: picture again ≤ 3 s after a relay
   kill, the redirector clean ≤ 3 s, takeover ≤ 5 s, other viewers lose
   nothing, no placement lost. The suite sets the others: a restarted relay

@@ -151,6 +151,10 @@ func TestReconnectVia(t *testing.T) {
 		if len(v.ReconnectMs) != 2 {
 			t.Errorf("player %d: reconnect times %v", v.ID, v.ReconnectMs)
 		}
+		// It played on after each loss: no error, the last loss kept apart.
+		if v.Error != "" || v.LastLoss == "" {
+			t.Errorf("player %d: error %q, last loss %q: want no error and the loss's reason", v.ID, v.Error, v.LastLoss)
+		}
 	}
 	if r.ReconnectP50 <= 0 || r.ReconnectMax < r.ReconnectP95 || r.ReconnectP95 < r.ReconnectP50 {
 		t.Errorf("time to picture after a reconnect: p50 %.0f p95 %.0f max %.0f ms", r.ReconnectP50, r.ReconnectP95, r.ReconnectMax)

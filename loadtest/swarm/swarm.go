@@ -70,10 +70,14 @@ type Config struct {
 
 // Viewer is what one player saw.
 type Viewer struct {
-	ID          int     `json:"id"`
-	Slow        bool    `json:"slow"`
-	Connected   bool    `json:"connected"`
+	ID        int  `json:"id"`
+	Slow      bool `json:"slow"`
+	Connected bool `json:"connected"`
+	// Error is why the player stopped before its time was up. With
+	// ReconnectVia a connection that ends is not an error when a later one
+	// brings a picture again: its reason is in LastLoss.
 	Error       string  `json:"error,omitempty"`
+	LastLoss    string  `json:"last_loss,omitempty"`
 	FirstFrame  float64 `json:"first_frame_ms"` // from dial to the first video frame
 	Frames      int64   `json:"frames"`
 	VideoFrames int64   `json:"video_frames"`
@@ -270,7 +274,8 @@ func play(ctx context.Context, cfg Config, u rtmp.URL, v *Viewer, live, frames, 
 			return
 		}
 		if err != nil {
-			v.Error = err.Error()
+			// An error until a later connection brings a picture again.
+			v.Error, v.LastLoss = err.Error(), err.Error()
 		}
 		if attempt >= cfg.MaxReconnects {
 			return
@@ -283,8 +288,10 @@ func play(ctx context.Context, cfg Config, u rtmp.URL, v *Viewer, live, frames, 
 			v.ReconnectFailures++
 		}
 		st.pictured = false
-		// At once after a loss, then a pause growing while attempts fail.
-		d := time.Duration(min(v.ReconnectFailures, 10)) * 100 * time.Millisecond
+		// At once after a loss, then a pause growing while attempts fail,
+		// to 300 ms: a redirector names a dead server for a second or two
+		// after its death, and a player should not wait long beyond that.
+		d := time.Duration(min(v.ReconnectFailures, 3)) * 100 * time.Millisecond
 		if lostAt.IsZero() {
 			d = 200 * time.Millisecond // the first connection is still to be made
 		}
@@ -447,6 +454,7 @@ func session(ctx context.Context, cfg Config, u rtmp.URL, v *Viewer, st *playSta
 			if key && !st.pictured {
 				st.pictured = true
 				if !lostAt.IsZero() {
+					v.Error = "" // playing on: the loss is in LastLoss
 					v.Reconnects++
 					v.ReconnectMs = append(v.ReconnectMs, float64(now.Sub(lostAt).Microseconds())/1000)
 				}

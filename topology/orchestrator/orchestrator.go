@@ -142,6 +142,7 @@ func (o *Orchestrator) Bonuses() []Bonus { return *o.bonus.Load() }
 // Run follows and, when it wins the lease, leads until ctx ends.
 func (o *Orchestrator) Run(ctx context.Context) error {
 	var buckets *bus.Buckets
+	var watch leaderWatch
 	t := time.NewTicker(o.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -155,11 +156,16 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			buckets = b
 		}
 		if buckets != nil {
-			if rev, ok := o.acquire(ctx, buckets); ok {
+			rev, sent, ok := o.acquire(ctx, buckets)
+			if !ok {
+				rev, sent, ok = o.watchLeader(ctx, buckets, &watch)
+			}
+			if ok {
+				watch = leaderWatch{}
 				o.terms.Add(1)
 				o.leader.Store(true)
 				o.log.Info("leading")
-				err := o.lead(ctx, buckets, rev)
+				err := o.lead(ctx, buckets, rev, sent)
 				o.leader.Store(false)
 				empty := []Bonus{}
 				o.bonus.Store(&empty)
@@ -170,21 +176,30 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 				o.log.Warn("leadership lost", "err", err)
 			}
 		}
+		// A follower tries for the lease four times per interval, so
+		// that it takes over within a quarter interval of the lease's
+		// expiry (a Create on a held key is one small request).
+		wait := t.C
+		if buckets != nil {
+			wait = time.After(o.cfg.Interval / 4)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-wait:
 		}
 	}
 }
 
-// acquire creates the lease if nobody holds it.
-func (o *Orchestrator) acquire(ctx context.Context, b *bus.Buckets) (uint64, bool) {
-	data, _ := bus.Encode(bus.Lease{Holder: o.cfg.ID, Since: time.Now().UTC()})
+// acquire creates the lease if nobody holds it; sent is when the request
+// that wrote it was sent.
+func (o *Orchestrator) acquire(ctx context.Context, b *bus.Buckets) (rev uint64, sent time.Time, ok bool) {
+	sent = time.Now()
+	data, _ := bus.Encode(bus.Lease{Holder: o.cfg.ID, Since: sent.UTC()})
 	cctx, cancel := context.WithTimeout(ctx, o.cfg.Interval)
 	defer cancel()
 	rev, err := b.Leader.Create(cctx, bus.LeaderKey, data)
-	return rev, err == nil
+	return rev, sent, err == nil
 }
 
 // release deletes the lease on a clean stop so a follower takes over at once.
@@ -200,17 +215,37 @@ func (o *Orchestrator) release(b *bus.Buckets) {
 	}
 }
 
-// lead runs the leader loop until ctx ends or the lease cannot be renewed.
-func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64) error {
+// lead runs the leader loop until ctx ends or the lease cannot be kept
+// (lease.go).
+func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64, sent time.Time) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st := newState(o, b)
-	if err := st.restore(ctx); err != nil {
-		return fmt.Errorf("restore: %w", err)
+	stopPings, err := o.answerPings()
+	if err != nil {
+		return fmt.Errorf("answer pings: %w", err)
 	}
+	defer stopPings()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
+	// The lease is kept from the start, restoring included.
+	lost := make(chan error, 1)
+	keeper := newLeaseKeeper()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := o.keepLease(ctx, b, keeper, rev, sent); err != nil {
+			lost <- err
+			cancel()
+		}
+	}()
+	st := newState(o, b)
+	if err := st.restore(ctx); err != nil {
+		if len(lost) > 0 {
+			return <-lost
+		}
+		return fmt.Errorf("restore: %w", err)
+	}
 
 	statuses := make(chan bus.Status, 256)
 	w, err := b.Relays.WatchAll(ctx)
@@ -244,6 +279,25 @@ func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64) err
 			}
 		}
 	}()
+	// Statuses also come as core messages: while the bucket's watch is
+	// away (its stream's leader lost) relays are not taken for silent.
+	ssub, err := o.conn.NC.Subscribe(bus.StatusWildcard, func(m *nats.Msg) {
+		s, err := bus.DecodeStatus(m.Data)
+		if err != nil {
+			return
+		}
+		if subj, err := bus.StatusSubject(s.ID); err != nil || subj != m.Subject {
+			return
+		}
+		select {
+		case statuses <- s:
+		default: // the watch brings it too
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("subscribe statuses: %w", err)
+	}
+	defer ssub.Unsubscribe()
 	demandCh := make(chan []byte, 256)
 	sub, err := o.conn.NC.Subscribe(bus.DemandSubject, func(m *nats.Msg) {
 		select {
@@ -272,36 +326,42 @@ func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64) err
 	t := time.NewTicker(o.cfg.Interval)
 	defer t.Stop()
 	for {
+		// While the lease is not confirmed nothing is decided: the
+		// events wait (statuses, results) or are dropped (demand and
+		// stream events beyond their queues), as with a busy leader.
+		sc, dc, ec, rc, tc := statuses, demandCh, eventCh, st.results, t.C
+		if keeper.paused.Load() {
+			sc, dc, ec, rc, tc = nil, nil, nil, nil, nil
+		}
 		select {
+		case err := <-lost:
+			return err
+		case <-keeper.changed:
+			continue
 		case <-ctx.Done():
+			if len(lost) > 0 {
+				return <-lost
+			}
 			return nil
-		case s := <-statuses:
+		case s := <-sc:
 			st.onStatus(ctx, time.Now(), s)
-		case data := <-demandCh:
+		case data := <-dc:
 			d, err := bus.DecodeDemand(data)
 			if err != nil {
 				o.log.Debug("bad demand message", "err", err)
 				continue
 			}
 			st.onDemand(ctx, time.Now(), d)
-		case data := <-eventCh:
+		case data := <-ec:
 			e, err := bus.DecodeStreamEvent(data)
 			if err != nil {
 				o.log.Debug("bad stream event", "err", err)
 				continue
 			}
 			st.onStreamEvent(ctx, time.Now(), e)
-		case r := <-st.results:
+		case r := <-rc:
 			st.onResult(ctx, r)
-		case now := <-t.C:
-			rctx, rcancel := context.WithTimeout(ctx, o.cfg.Interval)
-			data, _ := bus.Encode(bus.Lease{Holder: o.cfg.ID, Since: now.UTC()})
-			nrev, err := b.Leader.Update(rctx, bus.LeaderKey, data, rev)
-			rcancel()
-			if err != nil {
-				return fmt.Errorf("renew lease: %w", err)
-			}
-			rev = nrev
+		case now := <-tc:
 			st.evaluate(ctx, now)
 			o.bonus.Store(st.bonuses(now))
 			st.saveBonuses(now)

@@ -12,7 +12,7 @@ import (
 // Liveness. A relay counts as up while its status is fresh (StatusTTL)
 // and, once it has sent heartbeats, while they keep coming (AliveTimeout):
 // a relay that dies without a word is out of rotation within AliveTimeout
-// and a tenth (2.75 s by default) instead of the status TTL (10 s). A
+// and a tenth (1.65 s by default) instead of the status TTL (10 s). A
 // relay that says goodbye (it stops on purpose) or removes its status is
 // out at once; one that starts draining is drained at once. The primary is
 // always up.
@@ -105,4 +105,16 @@ func (r *Redirector) setState(id placement.ServerID, up, draining bool) {
 		return
 	}
 	r.mesh.SetDraining(id, draining)
+}
+
+// onStatusMsg takes a status sent as a core message.
+func (r *Redirector) onStatusMsg(m *nats.Msg) {
+	s, err := bus.DecodeStatus(m.Data)
+	if err != nil {
+		return
+	}
+	if subj, err := bus.StatusSubject(s.ID); err != nil || subj != m.Subject {
+		return // a status for another relay than its subject says
+	}
+	r.onStatus(s)
 }

@@ -201,6 +201,14 @@ func (r *Redirector) Run(ctx context.Context) error {
 		return err
 	}
 	defer sub.Unsubscribe()
+	// Statuses come from the bucket's watch and, the same, as core
+	// messages: while the watch is away (its stream's leader lost, a new
+	// one still to be elected) relays stay known.
+	ssub, err := r.conn.NC.Subscribe(bus.StatusWildcard, r.onStatusMsg)
+	if err != nil {
+		return err
+	}
+	defer ssub.Unsubscribe()
 	t := time.NewTicker(r.cfg.DemandInterval)
 	defer t.Stop()
 	// Liveness is checked ten times per timeout, so a dead relay is out
