@@ -185,8 +185,13 @@ func (st *stream) pump(sub Subscription, quiet *time.Timer) error {
 	}
 }
 
-// noteChange wakes the waiters; st.mu is held.
+// noteChange wakes the waiters; st.mu is held. Once the stream is stopped
+// its channel is closed for good (stop woke everyone): a batch the pump was
+// pushing while stop ran must not close it again.
 func (st *stream) noteChange() {
+	if st.stopped {
+		return
+	}
 	if st.ast.IsZero() && !st.resumeAST.IsZero() && st.seg.sess != nil && st.seg.resume != nil && st.seg.sess.id == st.seg.resume.sid {
 		st.ast = st.resumeAST
 	}
