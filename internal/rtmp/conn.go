@@ -290,9 +290,6 @@ func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
 // LocalAddr is this end's address.
 func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }
 
-// Notify is the channel media sources signal when frames are pending.
-func (c *Conn) Notify() chan struct{} { return c.notify }
-
 // Done is closed when the connection is closed.
 func (c *Conn) Done() <-chan struct{} { return c.closed }
 

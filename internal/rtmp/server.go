@@ -63,8 +63,7 @@ type Handler interface {
 	// Publish returns where the broadcaster's messages go, or a Status error.
 	Publish(ctx context.Context, s *Session, req *StreamRequest) (Publisher, error)
 	// Play returns the media source for a viewer, or a Status error. The source
-	// must signal s.Notify() (or call s.MediaReady()) whenever frames become
-	// pending.
+	// must call s.MediaReady() whenever frames become pending.
 	Play(ctx context.Context, s *Session, req *StreamRequest) (MediaSource, error)
 	// Message gets everything else: unknown commands (RPC), shared-object
 	// messages, results of server-to-client calls. It may be a no-op.
@@ -97,9 +96,6 @@ func (s *Session) ConnectInfo() *ConnectRequest {
 	defer s.mu.Unlock()
 	return s.Connect
 }
-
-// Notify is the channel media sources of this session signal.
-func (s *Session) Notify() chan struct{} { return s.Conn.Notify() }
 
 // MediaReady signals the connection's writer that a media source has frames
 // pending (an alternative to signalling Notify; see Conn.MediaReady).
