@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/internal/bus/bustest"
 )
 
 type fakePuller struct {
@@ -40,16 +41,7 @@ func (f *fakePuller) Release(app, name string) {
 
 func startBus(t *testing.T) *bus.Conn {
 	t.Helper()
-	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Shutdown)
-	c, err := bus.Connect(bus.Options{InProcess: e.Server()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	_, c := bustest.Start(t)
 	return c
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/internal/bus/bustest"
 )
 
 // slowKV delays the lease updates while slow is set, as a loaded NATS
@@ -36,16 +37,7 @@ func (s *slowKV) Update(ctx context.Context, key string, value []byte, rev uint6
 
 func leaseFixture(t *testing.T) (*Orchestrator, *bus.Buckets, *slowKV, uint64, time.Time) {
 	t.Helper()
-	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Shutdown)
-	c, err := bus.Connect(bus.Options{InProcess: e.Server()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	_, c := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cfg := bus.BucketConfig{LeaseTTL: time.Second}

@@ -6,22 +6,14 @@ import (
 	"time"
 
 	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/internal/bus/bustest"
 )
 
 // TestLiveness: a relay that stops sending heartbeats (killed: no goodbye)
 // is no longer named within 3 s, long before its status expires; a relay
 // that drains or says goodbye is not named from the next answer on.
 func TestLiveness(t *testing.T) {
-	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Shutdown()
-	c, err := bus.Connect(bus.Options{InProcess: e.Server()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	_, c := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b, err := c.OpenBuckets(ctx, bus.BucketConfig{})

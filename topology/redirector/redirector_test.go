@@ -14,6 +14,7 @@ import (
 
 	"github.com/relaymesh/relaymesh/geo"
 	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/internal/bus/bustest"
 	"github.com/relaymesh/relaymesh/topology/graph"
 )
 
@@ -71,16 +72,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestPlayFollowsPlacementsAndPublishesDemand(t *testing.T) {
-	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Shutdown()
-	c, err := bus.Connect(bus.Options{InProcess: e.Server()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	_, c := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	b, err := c.OpenBuckets(ctx, bus.BucketConfig{})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/internal/bus/bustest"
 )
 
 // TestMeshListsLiveStreams: a stream live on the primary is in the mesh API
@@ -14,16 +15,7 @@ import (
 // and its viewers by protocol; a relay that reports it live is among its
 // relays.
 func TestMeshListsLiveStreams(t *testing.T) {
-	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Shutdown()
-	c, err := bus.Connect(bus.Options{InProcess: e.Server()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	_, c := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	b, err := c.OpenBuckets(ctx, bus.BucketConfig{})

@@ -5,22 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/internal/bus/bustest"
 	so "github.com/relaymesh/relaymesh/internal/sharedobject"
 	"github.com/relaymesh/relaymesh/internal/sharedobject/authority"
 )
 
 func TestKVStore(t *testing.T) {
-	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Shutdown()
-	c, err := bus.Connect(bus.Options{InProcess: e.Server()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	_, c := bustest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	kv, err := c.SharedObjectsBucket(ctx)
