@@ -90,12 +90,8 @@ func (c *Conn) appendFrame(b *binding, f *av.Frame) {
 		c.batchLast = f.Timestamp
 	}
 	switch f.Kind {
-	case av.KindAudio:
-		c.writer.AppendMedia(TypeAudio, b.streamID, f.Timestamp, f.Payload)
-	case av.KindVideo:
-		c.writer.AppendMedia(TypeVideo, b.streamID, f.Timestamp, f.Payload)
-	case av.KindData:
-		c.writer.AppendMedia(TypeDataAMF0, b.streamID, f.Timestamp, f.Payload)
+	case av.KindAudio, av.KindVideo, av.KindData:
+		c.writer.AppendMedia(MessageType(f.Kind), b.streamID, f.Timestamp, f.Payload)
 	case av.KindEvent:
 		if b.onEvent != nil {
 			for _, m := range b.onEvent(f.Event) {

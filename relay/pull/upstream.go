@@ -407,30 +407,13 @@ func (p *pull) once(ctx context.Context, url rtmp.URL, onStart func()) (bool, er
 	p.u.mu.Unlock()
 	p.log.Info("pulling from upstream", "upstream", url.Host)
 	cc.SetReadTimeout(0)
-	addr := url.Host
+	frames := &upstreamFrames{p: p, cc: cc, addr: url.Host}
 	for {
 		m, err := cc.ReadMessage()
 		if err != nil {
 			return true, err
 		}
 		switch m.Type {
-		case rtmp.TypeAudio, rtmp.TypeVideo, rtmp.TypeDataAMF0:
-			kind := av.KindAudio
-			if m.Type == rtmp.TypeVideo {
-				kind = av.KindVideo
-			} else if m.Type == rtmp.TypeDataAMF0 {
-				kind = av.KindData
-				if playOnlyData(m.Payload) {
-					continue
-				}
-			}
-			if !p.hub.Live() {
-				p.setUnpublished(false)
-				p.hub.Begin(hub.PublisherInfo{Addr: addr, ID: "upstream"})
-				// A silent live upstream is a dead one.
-				cc.SetReadTimeout(20 * time.Second)
-			}
-			p.hub.Write(kind, m.Timestamp, m.Payload)
 		case rtmp.TypeCommandAMF0:
 			cmd, err := rtmp.ParseCommand(m)
 			if err != nil || cmd.Name != "onStatus" {
@@ -447,8 +430,33 @@ func (p *pull) once(ctx context.Context, url rtmp.URL, onStart func()) (bool, er
 			case rtmp.CodePlayStreamNotFound, rtmp.CodePlayFailed, rtmp.CodePlayInsufficientBW:
 				return true, st
 			}
+		default:
+			if _, err := rtmp.EachFrame(m, frames); err != nil {
+				p.log.Debug("bad aggregate message from upstream: the rest dropped", "err", err)
+			}
 		}
 	}
+}
+
+// upstreamFrames writes an upstream's frames into the pull's hub: the first
+// one begins the hub's publish (and from then a silent upstream is a dead
+// one); the data messages a server sends each player are not the stream's.
+type upstreamFrames struct {
+	p    *pull
+	cc   *rtmp.ClientConn
+	addr string
+}
+
+func (w *upstreamFrames) Write(kind av.Kind, ts uint32, payload []byte) {
+	if kind == av.KindData && playOnlyData(payload) {
+		return
+	}
+	if !w.p.hub.Live() {
+		w.p.setUnpublished(false)
+		w.p.hub.Begin(hub.PublisherInfo{Addr: w.addr, ID: "upstream"})
+		w.cc.SetReadTimeout(20 * time.Second)
+	}
+	w.p.hub.Write(kind, ts, payload)
 }
 
 // playOnlyData reports data messages an upstream sends to each player, not

@@ -1,0 +1,79 @@
+package rtmp
+
+import "github.com/relaymesh/relaymesh/internal/av"
+
+// The one place where RTMP messages become media frames: a publisher's
+// messages on the primary, an upstream's on a relay's pull, and a test
+// client's all go through EachFrame.
+
+// MediaKind is the kind of frame a message of type typ carries: audio (8),
+// video (9) or data (18, and 15 for AMF3 data). Aggregates (22) carry
+// several frames: EachFrame splits them.
+func MediaKind(typ uint8) (av.Kind, bool) {
+	switch typ {
+	case TypeAudio:
+		return av.KindAudio, true
+	case TypeVideo:
+		return av.KindVideo, true
+	case TypeDataAMF0, TypeDataAMF3:
+		return av.KindData, true
+	}
+	return 0, false
+}
+
+// MessageType is the message type a frame of kind is sent as: audio 8,
+// video 9, data 18 (AMF0, as FMS and every player expect); 0 for kinds that
+// are no message (events).
+func MessageType(kind av.Kind) uint8 {
+	switch kind {
+	case av.KindAudio:
+		return TypeAudio
+	case av.KindVideo:
+		return TypeVideo
+	case av.KindData:
+		return TypeDataAMF0
+	}
+	return 0
+}
+
+// FrameWriter takes media frames (a Publisher, a hub).
+type FrameWriter interface {
+	Write(kind av.Kind, ts uint32, payload []byte) // payload belongs to the callee
+}
+
+// EachFrame writes to w each media frame m carries and reports whether m
+// is a media message at all: one frame for audio, video or data (AMF3 data
+// without its format byte; @setDataFrame unwrapped to the data itself), one
+// per sub-message of an aggregate, with its timestamp rebased. A malformed
+// aggregate yields the frames before the fault, then its error. Payloads
+// are m's (or fresh copies for an aggregate's parts): w may keep them.
+func EachFrame(m Message, w FrameWriter) (bool, error) {
+	if m.Type == TypeAggregate {
+		return true, SplitAggregate(m, func(sub Message) { eachFrame(sub, w) })
+	}
+	return eachFrame(m, w), nil
+}
+
+func eachFrame(m Message, w FrameWriter) bool {
+	kind, ok := MediaKind(m.Type)
+	if !ok {
+		return false
+	}
+	p := m.Payload
+	if kind == av.KindData {
+		if m.Type == TypeDataAMF3 {
+			if len(p) < 2 {
+				return true // nothing after the format byte
+			}
+			p = p[1:]
+		}
+		p = av.StripSetDataFrame(p)
+	}
+	w.Write(kind, m.Timestamp, p)
+	return true
+}
+
+// noMedia is the FrameWriter of media nobody takes.
+type noMedia struct{}
+
+func (noMedia) Write(av.Kind, uint32, []byte) {}
