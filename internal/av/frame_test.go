@@ -77,3 +77,18 @@ func FuzzClassify(f *testing.F) {
 		NALLengthSize(p)
 	})
 }
+
+// TypeOf is KindOf's inverse for every kind of frame sent.
+func TestTypeOfInvertsKindOf(t *testing.T) {
+	for _, k := range []Kind{KindAudio, KindVideo, KindData} {
+		if got, ok := KindOf(TypeOf(k)); !ok || got != k {
+			t.Errorf("KindOf(TypeOf(%v)) = %v, %v", k, got, ok)
+		}
+	}
+	if k, ok := KindOf(TypeDataAMF3); !ok || k != KindData {
+		t.Errorf("AMF3 data: %v, %v", k, ok)
+	}
+	if _, ok := KindOf(20); ok || TypeOf(KindEvent) != 0 {
+		t.Error("commands and events are no media")
+	}
+}

@@ -2,39 +2,9 @@ package rtmp
 
 import "github.com/relaymesh/relaymesh/internal/av"
 
-// The one place where RTMP messages become media frames: a publisher's
-// messages on the primary, an upstream's on a relay's pull, and a test
-// client's all go through EachFrame.
-
-// MediaKind is the kind of frame a message of type typ carries: audio (8),
-// video (9) or data (18, and 15 for AMF3 data). Aggregates (22) carry
-// several frames: EachFrame splits them.
-func MediaKind(typ uint8) (av.Kind, bool) {
-	switch typ {
-	case TypeAudio:
-		return av.KindAudio, true
-	case TypeVideo:
-		return av.KindVideo, true
-	case TypeDataAMF0, TypeDataAMF3:
-		return av.KindData, true
-	}
-	return 0, false
-}
-
-// MessageType is the message type a frame of kind is sent as: audio 8,
-// video 9, data 18 (AMF0, as FMS and every player expect); 0 for kinds that
-// are no message (events).
-func MessageType(kind av.Kind) uint8 {
-	switch kind {
-	case av.KindAudio:
-		return TypeAudio
-	case av.KindVideo:
-		return TypeVideo
-	case av.KindData:
-		return TypeDataAMF0
-	}
-	return 0
-}
+// The one place where RTMP messages become media frames (with av.KindOf
+// mapping types to kinds): a publisher's messages on the primary and an
+// upstream's on a relay's pull both go through EachFrame.
 
 // FrameWriter takes media frames (a Publisher, a hub).
 type FrameWriter interface {
@@ -55,7 +25,7 @@ func EachFrame(m Message, w FrameWriter) (bool, error) {
 }
 
 func eachFrame(m Message, w FrameWriter) bool {
-	kind, ok := MediaKind(m.Type)
+	kind, ok := av.KindOf(m.Type)
 	if !ok {
 		return false
 	}

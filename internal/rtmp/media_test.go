@@ -84,15 +84,3 @@ func TestEachFrame(t *testing.T) {
 		t.Errorf("truncated aggregate: %v, %v, %d frames; want the two whole frames and an error", media, err, len(got))
 	}
 }
-
-// MessageType is MediaKind's inverse for every kind of frame sent.
-func TestMessageTypeInvertsMediaKind(t *testing.T) {
-	for _, k := range []av.Kind{av.KindAudio, av.KindVideo, av.KindData} {
-		if got, ok := MediaKind(MessageType(k)); !ok || got != k {
-			t.Errorf("MediaKind(MessageType(%v)) = %v, %v", k, got, ok)
-		}
-	}
-	if MessageType(av.KindEvent) != 0 {
-		t.Error("an event is no message")
-	}
-}

@@ -91,7 +91,7 @@ func (c *Conn) appendFrame(b *binding, f *av.Frame) {
 	}
 	switch f.Kind {
 	case av.KindAudio, av.KindVideo, av.KindData:
-		c.writer.AppendMedia(MessageType(f.Kind), b.streamID, f.Timestamp, f.Payload)
+		c.writer.AppendMedia(av.TypeOf(f.Kind), b.streamID, f.Timestamp, f.Payload)
 	case av.KindEvent:
 		if b.onEvent != nil {
 			for _, m := range b.onEvent(f.Event) {

@@ -75,15 +75,8 @@ func (r *Reader) Next() (*av.Frame, error) {
 		if _, err := io.ReadFull(r.r, body); err != nil {
 			return nil, fmt.Errorf("%w: tag body: %v", ErrFormat, err)
 		}
-		var kind av.Kind
-		switch typ {
-		case 8:
-			kind = av.KindAudio
-		case 9:
-			kind = av.KindVideo
-		case 18:
-			kind = av.KindData
-		default:
+		kind, ok := av.KindOf(typ)
+		if !ok || typ == av.TypeDataAMF3 { // FLV files carry AMF0 data only
 			continue
 		}
 		f := av.Wrap(kind, ts, body, r.nalLen)
