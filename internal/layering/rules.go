@@ -55,13 +55,13 @@ func (v Violation) String() string {
 var Module = Rules{
 	TopLevel: []string{"cmd", "ingest", "relay", "packager", "topology", "geo", "loadtest"},
 	DataPlane: []string{
-		"ingest", "relay", "packager", "internal/hub", "internal/serve", "internal/rtmp", "internal/av",
+		"ingest", "relay", "packager", "internal/hub", "internal/serve", "internal/rtmp", "internal/av", "internal/codec",
 		"internal/amf", "internal/sharedobject", "internal/rpc",
 	},
 	ControlPlane: []string{"topology", "geo", "loadtest", "internal/bus"},
 	Bridges:      []string{"relay/agent", "internal/sharedobject/authority/kvstore"},
 	Pure: []string{
-		"internal/av", "internal/amf", "internal/sharedobject", "internal/sharedobject/access",
+		"internal/av", "internal/codec", "internal/amf", "internal/sharedobject", "internal/sharedobject/access",
 		"internal/sharedobject/authority", "internal/sharedobject/replica",
 		"topology/graph", "topology/distance", "topology/demand", "topology/placement",
 		"topology/scaling", "topology/jumphash", "topology/controller",

@@ -10,6 +10,7 @@ import (
 	"io"
 
 	"github.com/relaymesh/relaymesh/internal/av"
+	"github.com/relaymesh/relaymesh/internal/codec"
 )
 
 // MaxTagSize bounds one tag body. FLV allows 16 MiB; a tag bigger than this
@@ -81,8 +82,8 @@ func (r *Reader) Next() (*av.Frame, error) {
 		}
 		f := av.Wrap(kind, ts, body, r.nalLen)
 		if f.Kind == av.KindVideo && f.SeqHeader {
-			if n := av.NALLengthSize(body); n > 0 {
-				r.nalLen = n
+			if c, err := codec.ParseAVC(body); err == nil {
+				r.nalLen = c.NALLengthSize
 			}
 		}
 		return f, nil
