@@ -16,7 +16,7 @@ type FrameWriter interface {
 // without its format byte; @setDataFrame unwrapped to the data itself), one
 // per sub-message of an aggregate, with its timestamp rebased. A malformed
 // aggregate yields the frames before the fault, then its error. Payloads
-// are m's (or fresh copies for an aggregate's parts): w may keep them.
+// are m's (or, for an aggregate, parts of it): w may keep them.
 func EachFrame(m Message, w FrameWriter) (bool, error) {
 	if m.Type == TypeAggregate {
 		return true, SplitAggregate(m, func(sub Message) { eachFrame(sub, w) })
