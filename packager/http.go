@@ -136,7 +136,10 @@ func (p *Packager) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(sw, http.StatusNotFound, cacheNotFound)
 		return
 	}
-	if req.kind != fileManifest && req.kind != fileMultivariant && req.kind != fileMedia {
+	switch {
+	case req.muxed && req.kind != fileMedia:
+		rend = muxedName
+	case req.kind != fileManifest && req.kind != fileMultivariant && req.kind != fileMedia:
 		rend = req.rend.String()
 	}
 	st, err := p.stream(r.Context(), app, name)
@@ -246,6 +249,9 @@ type fileReq struct {
 	sid  string
 	n    uint64 // msn, or time for fileSegmentTime, or index for fileSegmentIndex
 	part int    // part number; for fileManifest, manifestNumber or 0
+	// muxed: a file of the muxed playlist (muxed.go; rend is Full): the
+	// playlist, its init segment or a segment by number.
+	muxed bool
 }
 
 // manifestNumber marks a request for the manifest addressed by $Number$
@@ -261,6 +267,8 @@ func parseFile(proto, file string) (fileReq, bool) {
 		return fileReq{kind: fileManifest}, true
 	case proto == "dash" && file == "number.mpd":
 		return fileReq{kind: fileManifest, part: manifestNumber}, true
+	case proto == "hls" && file == muxedName+".m3u8":
+		return fileReq{kind: fileMedia, rend: Full, muxed: true}, true
 	case proto == "hls" && strings.HasSuffix(file, ".m3u8"):
 		r, ok := parseRendition(strings.TrimSuffix(file, ".m3u8"))
 		return fileReq{kind: fileMedia, rend: r}, ok
@@ -272,6 +280,9 @@ func parseFile(proto, file string) (fileReq, bool) {
 	rname, rest, ok := strings.Cut(rest, "_")
 	if !ok {
 		return fileReq{}, false
+	}
+	if rname == muxedName && proto == "hls" {
+		return parseMuxed(sid, rest)
 	}
 	rend, ok := parseRendition(rname)
 	if !ok {
@@ -314,4 +325,24 @@ func parseFile(proto, file string) (fileReq, bool) {
 		return req, true
 	}
 	return fileReq{}, false
+}
+
+// parseMuxed parses what follows "{sid}_muxed_": the init segment or a
+// segment by number (the muxed playlist has no parts).
+func parseMuxed(sid, rest string) (fileReq, bool) {
+	req := fileReq{rend: Full, sid: sid, muxed: true}
+	if rest == "init.mp4" {
+		req.kind = fileInit
+		return req, true
+	}
+	ms, ok := strings.CutSuffix(rest, ".m4s")
+	if !ok {
+		return fileReq{}, false
+	}
+	n, err := strconv.ParseUint(ms, 10, 63)
+	if err != nil {
+		return fileReq{}, false
+	}
+	req.kind, req.n = fileSegment, n
+	return req, true
 }

@@ -150,7 +150,7 @@ func (st *stream) end() {
 	}
 	st.ended = true
 	st.seg.endOfStream()
-	st.seg.version++
+	st.seg.markChanged()
 	st.noteChange()
 }
 
@@ -168,7 +168,7 @@ func (st *stream) pump(sub Subscription, quiet *time.Timer) error {
 		}
 		media := false
 		st.mu.Lock()
-		v := st.seg.version
+		v := st.seg.changes()
 		for _, f := range frames {
 			st.seg.push(f)
 			media = media || ((f.Kind == av.KindVideo || f.Kind == av.KindAudio) && !f.SeqHeader)
@@ -176,7 +176,7 @@ func (st *stream) pump(sub Subscription, quiet *time.Timer) error {
 		if media {
 			quiet.Reset(st.p.cfg.EndGrace)
 		}
-		if st.seg.version != v {
+		if st.seg.changes() != v {
 			st.noteChange()
 		}
 		st.mu.Unlock()
@@ -192,13 +192,13 @@ func (st *stream) noteChange() {
 	if st.stopped {
 		return
 	}
-	if st.ast.IsZero() && !st.resumeAST.IsZero() && st.seg.sess != nil && st.seg.resume != nil && st.seg.sess.id == st.seg.resume.sid {
+	if st.ast.IsZero() && !st.resumeAST.IsZero() && st.seg.resumed() {
 		st.ast = st.resumeAST
 	}
-	if st.ast.IsZero() && st.seg.cur != nil && len(st.seg.segs) > 1 {
+	if cur := st.seg.inProgress(); st.ast.IsZero() && cur != nil && len(st.seg.kept()) > 1 {
 		// The first segment is complete: the frame that cut it is live
 		// (the hub's GOP cache holds frames from the last keyframe only).
-		st.ast = st.p.now().Add(-time.Duration(st.seg.cur.start) * time.Millisecond)
+		st.ast = st.p.now().Add(-time.Duration(cur.start) * time.Millisecond)
 	}
 	close(st.changed)
 	st.changed = make(chan struct{})
