@@ -47,6 +47,9 @@ type Config struct {
 	// and the playlist reload interval of the clients (default 500ms).
 	Fragment time.Duration
 	Reload   time.Duration
+	// HLSEntries are the relaymesh entries measured, each in its own
+	// windows beside nginx-rtmp (EntryIndex, EntryMuxed; default both).
+	HLSEntries []string
 	// Warmup is how long one client plays from each server before the
 	// first window (default 15s): nginx's first fragments, relaymesh's
 	// pull and packager.
