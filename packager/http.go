@@ -73,18 +73,31 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// corsHeaders are the CORS headers of every answer, canonical keys and
+// values made once: each response's header map shares the value slices
+// (nothing writes into them; a Set or Add elsewhere replaces or regrows
+// them).
+var corsHeaders = []struct {
+	key string
+	val []string
+}{
+	{"Access-Control-Allow-Origin", []string{"*"}},
+	{"Access-Control-Allow-Methods", []string{"GET, HEAD, OPTIONS"}},
+	{"Access-Control-Allow-Headers", []string{"Range, If-None-Match, If-Modified-Since"}},
+	{"Access-Control-Expose-Headers", []string{"Content-Length, Content-Range, ETag, Last-Modified, Date"}},
+	{"Access-Control-Max-Age", []string{"86400"}},
+}
+
 func setCORS(h http.Header) {
-	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "Range, If-None-Match, If-Modified-Since")
-	h.Set("Access-Control-Expose-Headers", "Content-Length, Content-Range, ETag, Last-Modified, Date")
-	h.Set("Access-Control-Max-Age", "86400")
+	for _, c := range corsHeaders {
+		h[c.key] = c.val
+	}
 }
 
 func (p *Packager) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
 	setCORS(w.Header())
-	rend := "playlist"
+	served := servedPlaylist
 	var aud *audience // set once the stream is known
 	proto := ""
 	defer func() {
@@ -95,9 +108,9 @@ func (p *Packager) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		if code == 0 {
 			code = http.StatusOK
 		}
-		p.m.requests.WithLabelValues(strconv.Itoa(code)).Inc()
+		p.m.request(code)
 		if sw.bytes > 0 {
-			p.m.bytes.WithLabelValues(rend).Add(float64(sw.bytes))
+			p.m.served[served].Add(float64(sw.bytes))
 		}
 	}()
 	switch r.Method {
@@ -138,9 +151,9 @@ func (p *Packager) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case req.muxed && req.kind != fileMedia:
-		rend = muxedName
+		served = servedMuxed
 	case req.kind != fileManifest && req.kind != fileMultivariant && req.kind != fileMedia:
-		rend = req.rend.String()
+		served = int(req.rend)
 	}
 	st, err := p.stream(r.Context(), app, name)
 	if err != nil {
@@ -157,7 +170,7 @@ func (p *Packager) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	key, now := viewerKey(r), p.now()
 	n := st.viewers.touch(key, now)
-	p.m.viewers.WithLabelValues(app, name).Set(float64(n))
+	st.viewerGauge.Set(float64(n))
 	aud = st.audience
 	aud.touch(protoIndex(proto), key, now)
 	st.serve(sw, r, req)

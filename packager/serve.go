@@ -154,6 +154,9 @@ func (st *stream) render(key, kind string, fn func() ([]byte, error)) (*rendered
 
 // blockingParams reads _HLS_msn and _HLS_part.
 func blockingParams(r *http.Request) (msn uint64, part int, blocking bool, err error) {
+	if r.URL.RawQuery == "" {
+		return 0, -1, false, nil
+	}
 	q := r.URL.Query()
 	m := q.Get("_HLS_msn")
 	p := q.Get("_HLS_part")

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/relaymesh/relaymesh/internal/av"
 )
 
@@ -31,7 +32,9 @@ type stream struct {
 	startErr   error
 	lastAccess atomic.Int64 // unix nanoseconds
 	viewers    *viewerSet
-	audience   *audience // by protocol, over AudienceWindow (audience.go)
+	// viewerGauge is the stream's series of the viewers metric.
+	viewerGauge prometheus.Gauge
+	audience    *audience // by protocol, over AudienceWindow (audience.go)
 
 	mu      sync.Mutex
 	seg     *segmenter
@@ -72,6 +75,7 @@ func (p *Packager) newStream(app, name string) *stream {
 		cache:      make(map[string]*rendered),
 	}
 	st.audience = newAudience(p.cfg.AudienceWindow, p.cfg.MaxViewersTracked)
+	st.viewerGauge = p.m.viewers.WithLabelValues(app, name)
 	hls := st.app_.HLS
 	rp := p.takeResume(app + "/" + name)
 	st.seg = newSegmenter(segmenterConfig{
