@@ -208,8 +208,8 @@ func (p *Packager) serveTime(w http.ResponseWriter) {
 // through http.ServeContent. The write is bounded by WriteTimeout.
 func (p *Packager) serveBytes(w http.ResponseWriter, r *http.Request, body []byte, ctype, cache, etag string, mod time.Time) {
 	h := w.Header()
-	h.Set("Content-Type", ctype)
-	h.Set("Cache-Control", cache)
+	h["Content-Type"] = constValue(ctype)
+	h["Cache-Control"] = constValue(cache)
 	if etag != "" {
 		h.Set("ETag", etag)
 	}
@@ -219,7 +219,7 @@ func (p *Packager) serveBytes(w http.ResponseWriter, r *http.Request, body []byt
 		if !mod.IsZero() {
 			h.Set("Last-Modified", mod.UTC().Format(http.TimeFormat))
 		}
-		h.Set("Accept-Ranges", "bytes")
+		h["Accept-Ranges"] = acceptRanges
 		h.Set("Content-Length", strconv.Itoa(len(body)))
 		w.WriteHeader(http.StatusOK)
 		if r.Method != http.MethodHead {
@@ -228,6 +228,28 @@ func (p *Packager) serveBytes(w http.ResponseWriter, r *http.Request, body []byt
 		return
 	}
 	http.ServeContent(w, r, "", mod, bytes.NewReader(body))
+}
+
+// Header values made once, shared by every response's header map like
+// corsHeaders.
+var (
+	acceptRanges = []string{"bytes"}
+	constValues  = map[string][]string{}
+)
+
+func init() {
+	for _, v := range []string{ctypeM3U8, ctypeMPD, ctypeMP4V, ctypeMP4A, ctypeTS, cachePlaylist, cacheMedia, cacheNotFound, cacheNone} {
+		constValues[v] = []string{v}
+	}
+}
+
+// constValue returns the shared header value v (one of the constants
+// above), or a new one.
+func constValue(v string) []string {
+	if c, ok := constValues[v]; ok {
+		return c
+	}
+	return []string{v}
 }
 
 // plainRequest reports whether r is neither conditional nor a range request.

@@ -28,6 +28,9 @@ func TestMuxedFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if want := len(seg.track(Full).data) + len(seg.track(Audio).data); len(data) != want {
+				t.Errorf("muxed segment of %d bytes, want %d (full's and audio's)", len(data), want)
+			}
 			again, _ := muxedSegment(seg)
 			if &again[0] != &data[0] {
 				t.Error("the muxed segment is made again")
