@@ -132,6 +132,7 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 	bin := fs.String("bin", "", "relaymesh binary run as the primary and the relay under test (default: this one), to compare builds")
 	primaryAdaptive := fs.Bool("primary-adaptive", false, "leave the primary's write rounds adaptive (default: every link in whole rounds, so both edges get the same input; needed for builds without rtmp.whole_rounds)")
 	hlsEntries := fs.String("hls-entries", "index,muxed", "hls: the relaymesh playlists measured, each beside nginx-rtmp in its own windows: index (the ladder's top rung with the separate audio rendition), muxed (muxed.m3u8, the audio inside the video segments)")
+	relayProcs := fs.Int("relay-gomaxprocs", 0, "run the relay under test with this GOMAXPROCS (default: every core; 1 matches nginx-rtmp's one worker)")
 	floor := fs.String("floor", "", "source directory of the bare fan-out program (measured beside the servers at each size; skipped when absent)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -158,7 +159,7 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 	}
 	cfg := peer.Config{Viewers: sizes, Duration: *duration, BitrateKbps: *kbps, Progress: os.Stderr, RelayConfig: *relayConfig,
 		Reload: *reload, Fragment: *fragment, FloorDir: *floor, Bin: *bin, PrimaryAdaptive: *primaryAdaptive,
-		HLSEntries: strings.Split(*hlsEntries, ",")}
+		HLSEntries: strings.Split(*hlsEntries, ","), RelayGOMAXPROCS: *relayProcs}
 	if *proto == "hls" {
 		r, err := peer.RunHLS(ctx, cfg)
 		if err != nil {
