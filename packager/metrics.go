@@ -60,7 +60,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"rendition"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "relaymesh", Subsystem: "packager", Name: "served_bytes_total",
-			Help: "Response body bytes served, by rendition (playlist for playlists and manifests).",
+			Help: "Response body bytes served, by rendition (playlist for playlists and manifests, muxed for the files of muxed.m3u8).",
 		}, []string{"rendition"}),
 		renders: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "relaymesh", Subsystem: "packager", Name: "playlists_rendered_total",
