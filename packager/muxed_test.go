@@ -112,3 +112,27 @@ func TestParseMuxed(t *testing.T) {
 		t.Error("a DASH muxed file parsed")
 	}
 }
+
+// FuzzRenumber: renumbering any bytes never panics nor writes outside them,
+// and what it accepts walks as boxes again.
+func FuzzRenumber(f *testing.F) {
+	s := testSegmenter(true, false)
+	for _, fr := range synthGOPs(0, 2, true) {
+		s.push(fr)
+	}
+	seg := s.complete()[0]
+	f.Add(append([]byte{}, seg.track(Audio).parts[0].data...))
+	f.Add([]byte{0, 0, 0, 8, 'm', 'o', 'o', 'f'})
+	f.Add([]byte{0, 0, 0, 16, 'm', 'o', 'o', 'f', 0, 0, 0, 8, 't', 'r', 'a', 'f'})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		orig := len(b)
+		if _, err := renumber(b, 2, 7); err == nil {
+			if err := walkBoxes(b, func(string, []byte) error { return nil }); err != nil {
+				t.Fatalf("renumbered bytes no longer walk: %v", err)
+			}
+		}
+		if len(b) != orig {
+			t.Fatal("length changed")
+		}
+	})
+}
