@@ -131,6 +131,8 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 	relayConfig := fs.String("relay-config", "", "configuration file for the relaymesh relay under test")
 	bin := fs.String("bin", "", "relaymesh binary run as the primary and the relay under test (default: this one), to compare builds")
 	primaryAdaptive := fs.Bool("primary-adaptive", false, "leave the primary's write rounds adaptive (default: every link in whole rounds, so both edges get the same input; needed for builds without rtmp.whole_rounds)")
+	hlsEntries := fs.String("hls-entries", "index,muxed", "hls: the relaymesh playlists measured, each beside nginx-rtmp in its own windows: index (the ladder's top rung with the separate audio rendition), muxed (muxed.m3u8, the audio inside the video segments)")
+	relayProcs := fs.Int("relay-gomaxprocs", 0, "run the relay under test with this GOMAXPROCS (default: every core; 1 matches nginx-rtmp's one worker)")
 	floor := fs.String("floor", "", "source directory of the bare fan-out program (measured beside the servers at each size; skipped when absent)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -156,7 +158,8 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 		sizes = append(sizes, n)
 	}
 	cfg := peer.Config{Viewers: sizes, Duration: *duration, BitrateKbps: *kbps, Progress: os.Stderr, RelayConfig: *relayConfig,
-		Reload: *reload, Fragment: *fragment, FloorDir: *floor, Bin: *bin, PrimaryAdaptive: *primaryAdaptive}
+		Reload: *reload, Fragment: *fragment, FloorDir: *floor, Bin: *bin, PrimaryAdaptive: *primaryAdaptive,
+		HLSEntries: strings.Split(*hlsEntries, ","), RelayGOMAXPROCS: *relayProcs}
 	if *proto == "hls" {
 		r, err := peer.RunHLS(ctx, cfg)
 		if err != nil {
@@ -166,21 +169,27 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 			return json.NewEncoder(os.Stdout).Encode(r)
 		}
 		fmt.Printf("HLS, %s windows, playlists every %s, each whole segment once\n", r.Duration, r.Reload)
-		fmt.Printf("%-11s %7s %7s %12s %8s %9s %8s %7s %6s\n", "server", "viewers", "playing", "cpu-s/min", "RSS MiB", "req/v-min", "Mbit/s", "stalls", "errors")
+		fmt.Printf("%-15s %-15s %7s %7s %12s %8s %9s %8s %7s %6s\n", "server", "beside", "viewers", "playing", "cpu-s/min", "RSS MiB", "req/v-min", "Mbit/s", "stalls", "errors")
 		for _, x := range r.Results {
 			errs := 0
 			for _, v := range x.Errors {
 				errs += v
 			}
-			fmt.Printf("%-11s %7d %7d %12.3f %8.1f %9.1f %8.1f %7d %6d\n", x.Server, x.Viewers, x.Playing, x.CPUPerMin, x.RSSMiB, x.RequestsPerViewer, x.Mbps, x.Stalls, errs)
+			fmt.Printf("%-15s %-15s %7d %7d %12.3f %8.1f %9.1f %8.1f %7d %6d\n", x.Server, x.Beside, x.Viewers, x.Playing, x.CPUPerMin, x.RSSMiB, x.RequestsPerViewer, x.Mbps, x.Stalls, errs)
 		}
 		for _, x := range r.Servers {
-			fmt.Printf("%s: %.4f CPU-s/min per added viewer\n", x.Server, x.CPUPerAddedViewer)
+			beside := ""
+			if x.Beside != "" {
+				beside = " (beside " + x.Beside + ")"
+			}
+			fmt.Printf("%s%s: %.4f CPU-s/min per added viewer\n", x.Server, beside, x.CPUPerAddedViewer)
 		}
 		for _, x := range r.Ratios {
-			fmt.Printf("ratio relaymesh/nginx at %d viewers: CPU-s per minute %.2f\n", x.Viewers, x.CPUPerMin)
+			fmt.Printf("ratio %s/nginx at %d viewers: CPU-s per minute %.2f\n", x.Relaymesh, x.Viewers, x.CPUPerMin)
 		}
-		fmt.Printf("ratio relaymesh/nginx per added viewer: %.2f\n", r.PerAddedRatio)
+		for _, x := range r.PerAdded {
+			fmt.Printf("ratio %s/nginx per added viewer: %.2f\n", x.Relaymesh, x.Ratio)
+		}
 		return nil
 	}
 	r, err := peer.Run(ctx, cfg)

@@ -33,6 +33,10 @@ type Config struct {
 	BitrateKbps int           // video bitrate of the test stream (default 2500)
 	WorkDir     string        // for logs and the nginx prefix (default: a temp dir)
 	RelayConfig string        // configuration file for the relaymesh relay (optional)
+	// RelayGOMAXPROCS, when above 0, runs the relay under test with that
+	// GOMAXPROCS (default: the Go runtime's, every core), e.g. 1 to match
+	// nginx-rtmp's one worker process.
+	RelayGOMAXPROCS int
 	// FloorDir is the source directory of the bare fan-out program; when
 	// it exists the floor is measured at every size in the same run
 	// (optional: the column is skipped without it).
@@ -47,6 +51,9 @@ type Config struct {
 	// and the playlist reload interval of the clients (default 500ms).
 	Fragment time.Duration
 	Reload   time.Duration
+	// HLSEntries are the relaymesh entries measured, each in its own
+	// windows beside nginx-rtmp (EntryIndex, EntryMuxed; default both).
+	HLSEntries []string
 	// Warmup is how long one client plays from each server before the
 	// first window (default 15s): nginx's first fragments, relaymesh's
 	// pull and packager.
@@ -188,6 +195,7 @@ func startEnv(ctx context.Context, cfg Config, hls bool) (*env, error) {
 	}
 	e := &env{primary: ports[0], relayRTMP: ports[1], relayHTTP: ports[2], nginxRTMP: ports[4], nginxHTTP: ports[5]}
 	primaryHTTP := ports[3]
+	var env []string // of the next process started (nil: this one's)
 	start := func(name string, args ...string) (*exec.Cmd, error) {
 		logf, err := os.Create(filepath.Join(cfg.WorkDir, filepath.Base(name)+strconv.Itoa(len(e.procs))+".log"))
 		if err != nil {
@@ -195,6 +203,7 @@ func startEnv(ctx context.Context, cfg Config, hls bool) (*env, error) {
 		}
 		cmd := exec.Command(name, args...)
 		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.Env, env = env, nil
 		if err := cmd.Start(); err != nil {
 			return nil, err
 		}
@@ -219,6 +228,9 @@ func startEnv(ctx context.Context, cfg Config, hls bool) (*env, error) {
 	relayArgs := []string{"relay", "--id", "bench", "--upstream", "rtmp://" + e.primary, "--rtmp", e.relayRTMP, "--http", e.relayHTTP, "--log-level", "warn", "--linger", "10m"}
 	if cfg.RelayConfig != "" {
 		relayArgs = append(relayArgs, "--config", cfg.RelayConfig)
+	}
+	if cfg.RelayGOMAXPROCS > 0 {
+		env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(cfg.RelayGOMAXPROCS))
 	}
 	var err error
 	if e.relay, err = start(cfg.Bin, relayArgs...); err != nil {
