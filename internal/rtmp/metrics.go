@@ -19,6 +19,7 @@ type Metrics struct {
 	timeouts      *prometheus.CounterVec
 	requests      *prometheus.CounterVec
 	connRefused   *prometheus.CounterVec
+	writeLatency  prometheus.Histogram // see latency.go
 }
 
 // Close reasons of a viewer (a playing stream: a player or a downstream
@@ -62,6 +63,7 @@ func NewMetrics() *Metrics {
 			Help: "RTMP connects, publishes and plays by outcome: accepted, or the status code that refused them."}, []string{"op", "result"}),
 		connRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "relaymesh_rtmp_connections_refused_total",
 			Help: "Connections refused before the handshake, by reason."}, []string{"reason"}),
+		writeLatency: newWriteLatency(),
 	}
 	for _, r := range []string{ReasonEOF, ReasonStopped, ReasonWriteTimeout, ReasonWriteError, ReasonTooSlow, ReasonOverflow,
 		ReasonStreamEnded, ReasonControlQueue, ReasonIdleTimeout, ReasonProtocol, ReasonDrain, ReasonShutdown, ReasonClosed, ReasonOther} {
@@ -84,7 +86,7 @@ func NewMetrics() *Metrics {
 
 // Register registers the counters on reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.viewersClosed, m.handshake, m.timeouts, m.requests, m.connRefused} {
+	for _, c := range []prometheus.Collector{m.viewersClosed, m.handshake, m.timeouts, m.requests, m.connRefused, m.writeLatency} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

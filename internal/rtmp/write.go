@@ -88,6 +88,7 @@ func (c *Conn) appendFrame(b *binding, f *av.Frame) {
 			c.batchMedia, c.batchFirst = true, f.Timestamp
 		}
 		c.batchLast = f.Timestamp
+		c.latencyFrame(b, f)
 	}
 	switch f.Kind {
 	case av.KindAudio:

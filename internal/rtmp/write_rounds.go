@@ -107,6 +107,7 @@ func (c *Conn) flushSome(now time.Time) bool {
 	}
 	if n := before - c.writer.Pending(); n > 0 {
 		c.wrote(n)
+		c.latencyWritten()
 		c.stuckSince = time.Time{}
 	} else if c.stuckSince.IsZero() {
 		c.stuckSince = now
