@@ -58,10 +58,13 @@ func (q *queue) grow() {
 	}
 }
 
-// shrink gives back a ring that grew (a join burst, a backlog) once it is
-// empty: a thousand viewers would otherwise each keep room for a GOP.
+// shrink gives back a ring larger than a new one (made for a join burst, or
+// grown by a backlog) once it is empty: a thousand viewers would otherwise
+// each keep room for a GOP (a 2 s GOP of 30 fps video and AAC is ~150
+// frames, 3.4 KB of ring and stamps per viewer). A viewer served in rounds
+// holds a round's frames (~10), so the ring rarely grows again.
 func (q *queue) shrink() {
-	if q.n != 0 || len(q.frames) <= 4*initialQueue {
+	if q.n != 0 || len(q.frames) <= initialQueue {
 		return
 	}
 	q.frames, q.head = make([]*av.Frame, initialQueue), 0

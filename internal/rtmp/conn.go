@@ -81,7 +81,7 @@ type Conn struct {
 	frames                []*av.Frame
 	batchMedia            bool
 	batchFirst, batchLast uint32
-	lat                   latencySample
+	lat                   *latencySample // sampled connections only
 
 	// Owned by the Flusher's worker when one drives the connection.
 	worker     *flushWorker

@@ -41,21 +41,22 @@ func newWriteLatency() prometheus.Histogram {
 }
 
 // latencySample is a sampled connection's record of the batch pending in
-// its chunk writer. Owned by the connection's writer.
+// its chunk writer (nil for the others). Owned by the connection's writer.
 type latencySample struct {
-	on      bool
 	arrived [maxLatencyFrames]int64
 	n       int
 }
 
 // sampleLatency decides whether c is sampled (only with metrics).
 func (c *Conn) sampleLatency() {
-	c.lat.on = c.cfg.Metrics != nil && latencySeq.Add(1)%latencySampleEvery == 0
+	if c.cfg.Metrics != nil && latencySeq.Add(1)%latencySampleEvery == 0 {
+		c.lat = &latencySample{}
+	}
 }
 
 // latencyFrame remembers f, appended to the pending batch of b's stream.
 func (c *Conn) latencyFrame(b *binding, f *av.Frame) {
-	if !c.lat.on || f.Kind == av.KindEvent || f.Arrived <= b.since || c.lat.n == maxLatencyFrames {
+	if c.lat == nil || f.Kind == av.KindEvent || f.Arrived <= b.since || c.lat.n == maxLatencyFrames {
 		return
 	}
 	c.lat.arrived[c.lat.n] = f.Arrived
@@ -65,7 +66,7 @@ func (c *Conn) latencyFrame(b *binding, f *av.Frame) {
 // latencyWritten observes the remembered frames once the chunk writer has
 // nothing pending: the writev that just returned carried the last of them.
 func (c *Conn) latencyWritten() {
-	if c.lat.n == 0 || c.writer.Pending() > 0 {
+	if c.lat == nil || c.lat.n == 0 || c.writer.Pending() > 0 {
 		return
 	}
 	now := av.Monotonic()

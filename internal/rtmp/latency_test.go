@@ -19,7 +19,7 @@ func TestWriteLatencySampled(t *testing.T) {
 	f := NewFlusher(ctx, 50*time.Millisecond, 1)
 	m := NewMetrics()
 	srv, cli := flusherPair(t, f, ConnConfig{Metrics: m})
-	srv.lat.on = true // whichever connection the sampling picked
+	srv.lat = &latencySample{} // whichever connection the sampling picked
 
 	src := &memSource{}
 	burst := video(0, 500)

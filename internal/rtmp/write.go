@@ -28,6 +28,9 @@ func (c *Conn) gather(now time.Time) (closeAfter, held bool, failed error) {
 		}
 	}
 	clear(c.ctrlSpare)
+	if cap(c.ctrlSpare) > keepControl {
+		c.ctrlSpare = nil // grown by the connect and play exchange: give it back
+	}
 	binds := c.binds
 	defer clear(binds)
 	// Hold media back while the kernel already holds enough of it; ask it
@@ -64,6 +67,11 @@ func (c *Conn) gather(now time.Time) (closeAfter, held bool, failed error) {
 	}
 	return closeAfter, false, failed
 }
+
+// keepControl is how many queued control messages a connection keeps room
+// for between batches: after the connect and play exchange a viewer gets a
+// few (acknowledgements, pings), not a batch.
+const keepControl = 2
 
 // failSource queues what the peer is told when b's source ended with err.
 func (c *Conn) failSource(b *binding, err error) {
