@@ -83,6 +83,10 @@ type Result struct {
 	// WritesPerViewerSec is the server's write system calls (writev and
 	// the like, /proc/PID/io) per viewer and second over the window.
 	WritesPerViewerSec float64 `json:"writes_per_viewer_s"`
+	// RunQueueMSPerSec is how long the server's threads waited for a CPU
+	// while runnable, ms per second of the window (summed over threads):
+	// the machine's other load, which shows in every latency figure.
+	RunQueueMSPerSec float64 `json:"run_queue_ms_per_s"`
 }
 
 // Report holds every result and the relaymesh/nginx ratios.
@@ -432,8 +436,8 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 	// (steady: no handshakes, no join bursts, the same way the floor is
 	// measured), and its RSS is the largest of once a second then.
 	type steady struct {
-		cpu, rss, writes float64
-		lat              *LatencyStats
+		cpu, rss, writes, rq float64
+		lat                  *LatencyStats
 	}
 	window := make(chan steady, 1)
 	go func() {
@@ -461,7 +465,7 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 			st := serverLatency(lat0, lat1)
 			return &st
 		}
-		cpu0, writes0 := proc.CPUSeconds(pids()), writeCalls(pids())
+		cpu0, writes0, rq0 := proc.CPUSeconds(pids()), writeCalls(pids()), runQueueWait(pids())
 		var m float64
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
@@ -472,7 +476,7 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 				window <- steady{}
 				return
 			case <-end:
-				window <- steady{proc.CPUSeconds(pids()) - cpu0, max(m, proc.RSSMiB(pids())), writeCalls(pids()) - writes0, latency()}
+				window <- steady{proc.CPUSeconds(pids()) - cpu0, max(m, proc.RSSMiB(pids())), writeCalls(pids()) - writes0, runQueueWait(pids()) - rq0, latency()}
 				return
 			case <-t.C:
 				m = max(m, proc.RSSMiB(pids()))
@@ -501,6 +505,7 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 	if sr.Connected > 0 {
 		r.WritesPerViewerSec = w.writes / float64(sr.Connected) / wall
 	}
+	r.RunQueueMSPerSec = w.rq * 1000 / wall
 	var frames float64
 	for _, v := range sr.PerViewer {
 		if v.Gaps > 0 {

@@ -27,3 +27,31 @@ func writeCalls(pids []int) float64 {
 	}
 	return n
 }
+
+// runQueueWait sums the time (s) the processes' threads have spent runnable
+// but waiting for a CPU (the second field of /proc/PID/task/TID/schedstat):
+// on a shared machine, how much of a server's latency is other work's.
+// Threads that ended are not counted, so read it over a window in which
+// the server's threads stay (Go keeps its threads).
+func runQueueWait(pids []int) float64 {
+	var ns float64
+	for _, pid := range pids {
+		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		if err != nil {
+			continue
+		}
+		for _, t := range tasks {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/schedstat")
+			if err != nil {
+				continue
+			}
+			f := strings.Fields(string(b))
+			if len(f) < 2 {
+				continue
+			}
+			x, _ := strconv.ParseFloat(f[1], 64)
+			ns += x
+		}
+	}
+	return ns / 1e9
+}
