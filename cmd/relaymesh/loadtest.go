@@ -192,11 +192,11 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 		return json.NewEncoder(os.Stdout).Encode(r)
 	}
 	fmt.Printf("load average at start %s, at end %s\n", r.LoadStart, r.LoadEnd)
-	fmt.Printf("%-11s %7s %9s %12s %8s %10s %10s %9s %9s %5s %9s %9s %9s %9s %7s %7s\n", "server", "viewers", "connected", "cpu-s/v-min", "RSS MiB", "Mbit/s", "Mbit/s/core", "ff p50 ms", "ff p99 ms", "gaps", "hop p50", "hop p99", "srv p50", "srv p99", "wr/v/s", "rq ms/s")
+	fmt.Printf("%-11s %7s %9s %12s %8s %10s %10s %9s %9s %5s %9s %9s %9s %9s %7s %7s %7s\n", "server", "viewers", "connected", "cpu-s/v-min", "RSS MiB", "Mbit/s", "Mbit/s/core", "ff p50 ms", "ff p99 ms", "gaps", "hop p50", "hop p99", "srv p50", "srv p99", "up p99", "wr/v/s", "rq ms/s")
 	for _, x := range r.Results {
-		srv := fmt.Sprintf("%9s %9s", "-", "-")
-		if x.ServerLatency != nil {
-			srv = fmt.Sprintf("%9.1f %9.1f", x.ServerLatency.P50, x.ServerLatency.P99)
+		srv := fmt.Sprintf("%9s %9s %7s", "-", "-", "-")
+		if x.ServerLatency != nil && x.ServerLatencyKeepingUp != nil {
+			srv = fmt.Sprintf("%9.1f %9.1f %7.1f", x.ServerLatency.P50, x.ServerLatency.P99, x.ServerLatencyKeepingUp.P99)
 		}
 		wr := fmt.Sprintf("%7s", "-") // the kernel did not say (another user's process)
 		if x.WritesPerViewerSec > 0 {
@@ -219,6 +219,6 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 	}
 	fmt.Println("hop p50/p99: ms a sampled viewer read a frame after a player on the primary read it (what the edge adds per hop, the client's reading included)")
 	fmt.Println("wr/v/s: the server's write system calls per viewer and second; rq ms/s: ms per second its threads waited for a CPU (other load)")
-	fmt.Println("srv p50/p99: ms from a frame's arrival in the relay's hub to the return of the writev that carried it, sampled viewers (what the relay adds per hop)")
+	fmt.Println("srv p50/p99: ms from a frame's arrival in the relay's hub to the return of the writev that carried it, sampled viewers (what the relay adds per hop); up p99: the same for viewers that kept up (socket not full, media not held back, within the last second)")
 	return nil
 }

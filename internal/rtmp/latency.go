@@ -32,12 +32,23 @@ var latencySeq atomic.Uint32
 // matters, coarse beyond.
 var writeLatencyBuckets = []float64{.001, .002, .003, .005, .0075, .01, .015, .02, .025, .03, .04, .05, .075, .1, .15, .2, .3, .5, 1, 2}
 
-func newWriteLatency() prometheus.Histogram {
-	return prometheus.NewHistogram(prometheus.HistogramOpts{
+// Values of the viewer label: whether the viewer kept up, or its socket was
+// full or its media held back lately (then its frames also waited for the
+// viewer, not only for the server).
+const (
+	latencyKeepingUp = "keeping_up"
+	latencyBehind    = "behind"
+)
+
+func newWriteLatency() *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "relaymesh_rtmp_write_latency_seconds",
-		Help:    "For sampled viewers (one connection in " + strconv.Itoa(latencySampleEvery) + "), per media frame: from its arrival in the hub to the return of the writev that handed it to the kernel.",
+		Help:    "For sampled viewers (one connection in " + strconv.Itoa(latencySampleEvery) + "), per media frame: from its arrival in the hub to the return of the writev that handed it to the kernel; viewer=behind when the viewer's socket was full or its media held back within the last second.",
 		Buckets: writeLatencyBuckets,
-	})
+	}, []string{"viewer"})
+	h.WithLabelValues(latencyKeepingUp)
+	h.WithLabelValues(latencyBehind)
+	return h
 }
 
 // latencySample is a sampled connection's record of the batch pending in
@@ -45,6 +56,7 @@ func newWriteLatency() prometheus.Histogram {
 type latencySample struct {
 	arrived [maxLatencyFrames]int64
 	n       int
+	held    time.Time // media was last held back for the viewer then
 }
 
 // sampleLatency decides whether c is sampled (only with metrics).
@@ -70,9 +82,20 @@ func (c *Conn) latencyWritten() {
 		return
 	}
 	now := av.Monotonic()
-	h := c.cfg.Metrics.writeLatency
+	h := c.cfg.Metrics.keepingUp
+	if t := time.Now(); t.Before(c.slowUntil) || t.Sub(c.lat.held) < time.Second {
+		h = c.cfg.Metrics.behind
+	}
 	for _, a := range c.lat.arrived[:c.lat.n] {
 		h.Observe(time.Duration(now - a).Seconds())
 	}
 	c.lat.n = 0
+}
+
+// latencyHeld notes that media was held back for the viewer (the kernel
+// holds enough of it): its next frames waited for the viewer too.
+func (c *Conn) latencyHeld(now time.Time) {
+	if c.lat != nil {
+		c.lat.held = now
+	}
 }

@@ -19,7 +19,9 @@ type Metrics struct {
 	timeouts      *prometheus.CounterVec
 	requests      *prometheus.CounterVec
 	connRefused   *prometheus.CounterVec
-	writeLatency  prometheus.Histogram // see latency.go
+	writeLatency  *prometheus.HistogramVec // see latency.go
+	keepingUp     prometheus.Observer
+	behind        prometheus.Observer
 }
 
 // Close reasons of a viewer (a playing stream: a player or a downstream
@@ -65,6 +67,8 @@ func NewMetrics() *Metrics {
 			Help: "Connections refused before the handshake, by reason."}, []string{"reason"}),
 		writeLatency: newWriteLatency(),
 	}
+	m.keepingUp = m.writeLatency.WithLabelValues(latencyKeepingUp)
+	m.behind = m.writeLatency.WithLabelValues(latencyBehind)
 	for _, r := range []string{ReasonEOF, ReasonStopped, ReasonWriteTimeout, ReasonWriteError, ReasonTooSlow, ReasonOverflow,
 		ReasonStreamEnded, ReasonControlQueue, ReasonIdleTimeout, ReasonProtocol, ReasonDrain, ReasonShutdown, ReasonClosed, ReasonOther} {
 		m.viewersClosed.WithLabelValues(r)

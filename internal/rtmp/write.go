@@ -40,6 +40,7 @@ func (c *Conn) gather(now time.Time) (closeAfter, held bool, failed error) {
 	}
 	held = len(binds) > 0 && c.inflight != nil && c.inflight.backlogged(now, c.cfg.MaxNotSent, c.cfg.MaxInflight.Milliseconds())
 	if held {
+		c.latencyHeld(now)
 		for _, b := range binds {
 			if err := b.src.Err(); err != nil {
 				c.failSource(b, err)

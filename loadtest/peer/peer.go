@@ -80,6 +80,10 @@ type Result struct {
 	// in the hub to the return of the writev that handed it to the kernel,
 	// over the steady window.
 	ServerLatency *LatencyStats `json:"server_latency,omitempty"`
+	// ServerLatencyKeepingUp is ServerLatency of the frames of viewers
+	// whose socket took everything and whose media was not held back
+	// within the last second: the wait that is the server's alone.
+	ServerLatencyKeepingUp *LatencyStats `json:"server_latency_keeping_up,omitempty"`
 	// WritesPerViewerSec is the server's write system calls (writev and
 	// the like, /proc/PID/io) per viewer and second over the window.
 	WritesPerViewerSec float64 `json:"writes_per_viewer_s"`
@@ -437,7 +441,7 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 	// measured), and its RSS is the largest of once a second then.
 	type steady struct {
 		cpu, rss, writes, rq float64
-		lat                  *LatencyStats
+		lat, latUp           *LatencyStats
 	}
 	window := make(chan steady, 1)
 	go func() {
@@ -447,23 +451,23 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 			return
 		case <-time.After(ramp + time.Second):
 		}
-		var lat0 histogram
+		var lat0 histograms
 		if status != "" {
-			lat0, _ = scrapeHistogram(ctx, status+"/metrics", writeLatencyMetric)
+			lat0, _ = scrapeHistogram(ctx, status+"/metrics", writeLatencyMetric, "viewer")
 			if cfg.ProfileDir != "" {
 				go profile(ctx, status, cfg.ProfileDir, n, cfg.Duration)
 			}
 		}
-		latency := func() *LatencyStats {
+		latency := func() (all, up *LatencyStats) {
 			if lat0 == nil {
-				return nil
+				return nil, nil
 			}
-			lat1, err := scrapeHistogram(ctx, status+"/metrics", writeLatencyMetric)
+			lat1, err := scrapeHistogram(ctx, status+"/metrics", writeLatencyMetric, "viewer")
 			if err != nil {
-				return nil
+				return nil, nil
 			}
-			st := serverLatency(lat0, lat1)
-			return &st
+			a, u := serverLatency(lat0[""], lat1[""]), serverLatency(lat0["keeping_up"], lat1["keeping_up"])
+			return &a, &u
 		}
 		cpu0, writes0, rq0 := proc.CPUSeconds(pids()), writeCalls(pids()), runQueueWait(pids())
 		var m float64
@@ -476,7 +480,8 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 				window <- steady{}
 				return
 			case <-end:
-				window <- steady{proc.CPUSeconds(pids()) - cpu0, max(m, proc.RSSMiB(pids())), writeCalls(pids()) - writes0, runQueueWait(pids()) - rq0, latency()}
+				all, up := latency()
+				window <- steady{proc.CPUSeconds(pids()) - cpu0, max(m, proc.RSSMiB(pids())), writeCalls(pids()) - writes0, runQueueWait(pids()) - rq0, all, up}
 				return
 			case <-t.C:
 				m = max(m, proc.RSSMiB(pids()))
@@ -520,7 +525,7 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 		return r, fmt.Errorf("reference player on the primary: %w", err)
 	}
 	r.HopLatency = lat.stats()
-	r.ServerLatency = w.lat
+	r.ServerLatency, r.ServerLatencyKeepingUp = w.lat, w.latUp
 	return r, nil
 }
 

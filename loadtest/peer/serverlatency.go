@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -22,8 +24,13 @@ const writeLatencyMetric = "relaymesh_rtmp_write_latency_seconds"
 // histogram is a cumulative Prometheus histogram: counts by upper bound (s).
 type histogram map[float64]float64
 
-// scrapeHistogram reads the buckets of name from a Prometheus text page.
-func scrapeHistogram(ctx context.Context, url, name string) (histogram, error) {
+// histograms are a histogram's series by the value of one label ("" for
+// the sum of all).
+type histograms map[string]histogram
+
+// scrapeHistogram reads the buckets of name from a Prometheus text page, by
+// the value of label and summed.
+func scrapeHistogram(ctx context.Context, url, name, label string) (histograms, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -38,35 +45,59 @@ func scrapeHistogram(ctx context.Context, url, name string) (histogram, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%s: %s", url, resp.Status)
 	}
-	h := histogram{}
-	prefix := name + `_bucket{le="`
-	sc := bufio.NewScanner(resp.Body)
+	return parseHistogram(resp.Body, name, label)
+}
+
+func parseHistogram(r io.Reader, name, label string) (histograms, error) {
+	hs := histograms{"": {}}
+	prefix := name + "_bucket{"
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, prefix) {
 			continue
 		}
-		rest := line[len(prefix):]
-		q := strings.IndexByte(rest, '"')
-		sp := strings.LastIndexByte(rest, ' ')
-		if q < 0 || sp < q {
+		labels, value, ok := strings.Cut(line[len(prefix):], "} ")
+		if !ok {
 			continue
 		}
-		le, err1 := strconv.ParseFloat(rest[:q], 64) // "+Inf" parses as +Inf
-		n, err2 := strconv.ParseFloat(rest[sp+1:], 64)
-		if err1 != nil || err2 != nil {
+		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
 			continue
 		}
-		h[le] = n
+		le, series := math.NaN(), ""
+		for _, kv := range strings.Split(labels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			v = strings.Trim(v, `"`)
+			switch k {
+			case "le":
+				le, err = strconv.ParseFloat(v, 64) // "+Inf" parses as +Inf
+				if err != nil {
+					le = math.NaN()
+				}
+			case label:
+				series = v
+			}
+		}
+		if math.IsNaN(le) {
+			continue
+		}
+		if series != "" {
+			if hs[series] == nil {
+				hs[series] = histogram{}
+			}
+			hs[series][le] += n
+		}
+		hs[""][le] += n
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if len(h) == 0 {
-		return nil, fmt.Errorf("%s: no %s", url, name)
+	if len(hs[""]) == 0 {
+		return nil, fmt.Errorf("no %s", name)
 	}
-	return h, nil
+	return hs, nil
 }
 
 // serverLatency is the window's figures from two scrapes, in ms: quantiles

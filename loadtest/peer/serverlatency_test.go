@@ -2,6 +2,7 @@ package peer
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -25,5 +26,28 @@ func TestServerLatencyQuantiles(t *testing.T) {
 	}
 	if got := serverLatency(after, after); got.Frames != 0 {
 		t.Errorf("an empty window gave %+v", got)
+	}
+}
+
+func TestParseHistogramByLabel(t *testing.T) {
+	page := `# HELP relaymesh_rtmp_write_latency_seconds x
+relaymesh_rtmp_write_latency_seconds_bucket{viewer="behind",le="0.01"} 1
+relaymesh_rtmp_write_latency_seconds_bucket{viewer="behind",le="+Inf"} 4
+relaymesh_rtmp_write_latency_seconds_bucket{viewer="keeping_up",le="0.01"} 10
+relaymesh_rtmp_write_latency_seconds_bucket{viewer="keeping_up",le="+Inf"} 10
+relaymesh_rtmp_write_latency_seconds_sum{viewer="behind"} 3
+`
+	hs, err := parseHistogram(strings.NewReader(page), writeLatencyMetric, "viewer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hs[""][math.Inf(1)]; got != 14 {
+		t.Errorf("all: %v frames, want 14", got)
+	}
+	if got := hs["behind"][0.01]; got != 1 {
+		t.Errorf("behind ≤ 10 ms: %v, want 1", got)
+	}
+	if got := hs["keeping_up"][math.Inf(1)]; got != 10 {
+		t.Errorf("keeping up: %v, want 10", got)
 	}
 }
