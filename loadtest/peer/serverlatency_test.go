@@ -1,7 +1,9 @@
 package peer
 
 import (
+	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -50,4 +52,31 @@ relaymesh_rtmp_write_latency_seconds_sum{viewer="behind"} 3
 	if got := hs["keeping_up"][math.Inf(1)]; got != 10 {
 		t.Errorf("keeping up: %v, want 10", got)
 	}
+}
+
+// Any page parses without a panic; a page written from counts reads back
+// as those counts, by label value and summed.
+func FuzzParseHistogram(f *testing.F) {
+	f.Add(`relaymesh_rtmp_write_latency_seconds_bucket{le="NaN"} x`, uint32(1), uint32(2), 0.01)
+	f.Add(`relaymesh_rtmp_write_latency_seconds_bucket{`, uint32(0), uint32(7), 1.0)
+	f.Add("", uint32(3), uint32(0), math.Inf(1))
+	f.Fuzz(func(t *testing.T, page string, behind, up uint32, le float64) {
+		_, _ = parseHistogram(strings.NewReader(page), writeLatencyMetric, "viewer")
+		if math.IsNaN(le) {
+			return
+		}
+		bound := strconv.FormatFloat(le, 'g', -1, 64)
+		if math.IsInf(le, 1) {
+			bound = "+Inf"
+		}
+		text := fmt.Sprintf("%s_bucket{viewer=\"behind\",le=\"%s\"} %d\n%s_bucket{viewer=\"keeping_up\",le=\"%s\"} %d\n",
+			writeLatencyMetric, bound, behind, writeLatencyMetric, bound, up)
+		hs, err := parseHistogram(strings.NewReader(text), writeLatencyMetric, "viewer")
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		if hs["behind"][le] != float64(behind) || hs["keeping_up"][le] != float64(up) || hs[""][le] != float64(behind)+float64(up) {
+			t.Fatalf("%q read back as %v", text, hs)
+		}
+	})
 }
