@@ -10,6 +10,8 @@ PEER_DURATION ?= 20s
 # The bare fan-out program, measured beside the servers when it is checked
 # out next to the repository (bench-peer skips that column without it).
 FLOOR_DIR     ?= ../shared/bench/fanlimit
+# A directory for CPU and heap profiles of the relay in each window (none: no profiles).
+PEER_PROFILE  ?=
 # Extra linker flags of make build (the container build sets the revision).
 LDFLAGS   ?=
 IMAGE     ?= relaymesh:latest
@@ -97,7 +99,7 @@ bench-peer: build
 	@command -v nginx >/dev/null 2>&1 && [ -e /usr/lib/nginx/modules/ngx_rtmp_module.so ] || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx libnginx-mod-rtmp; }
 	@command -v ffmpeg >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg; }
-	./$(BIN) loadtest peer --viewers $(PEER_VIEWERS) --duration $(PEER_DURATION) --floor $(FLOOR_DIR)
+	./$(BIN) loadtest peer --viewers $(PEER_VIEWERS) --duration $(PEER_DURATION) --floor $(FLOOR_DIR) $(if $(PEER_PROFILE),--profile $(abspath $(PEER_PROFILE)))
 
 # HLS serving: a relaymesh relay vs an nginx-rtmp edge with hls on, plain
 # HLS clients (playlists every 0.5 s, each whole segment once) on both at

@@ -134,6 +134,7 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 	hlsEntries := fs.String("hls-entries", "index,muxed", "hls: the relaymesh playlists measured, each beside nginx-rtmp in its own windows: index (the ladder's top rung with the separate audio rendition), muxed (muxed.m3u8, the audio inside the video segments)")
 	relayProcs := fs.Int("relay-gomaxprocs", 0, "run the relay under test with this GOMAXPROCS (default: every core; 1 matches nginx-rtmp's one worker)")
 	floor := fs.String("floor", "", "source directory of the bare fan-out program (measured beside the servers at each size; skipped when absent)")
+	profileDir := fs.String("profile", "", "directory for CPU and heap profiles of the relay over each steady window (relay-cpu-N.pprof, relay-heap-N.pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -159,7 +160,7 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 	}
 	cfg := peer.Config{Viewers: sizes, Duration: *duration, BitrateKbps: *kbps, Progress: os.Stderr, RelayConfig: *relayConfig,
 		Reload: *reload, Fragment: *fragment, FloorDir: *floor, Bin: *bin, PrimaryAdaptive: *primaryAdaptive,
-		HLSEntries: strings.Split(*hlsEntries, ","), RelayGOMAXPROCS: *relayProcs}
+		HLSEntries: strings.Split(*hlsEntries, ","), RelayGOMAXPROCS: *relayProcs, ProfileDir: *profileDir}
 	if *proto == "hls" {
 		r, err := peer.RunHLS(ctx, cfg)
 		if err != nil {
@@ -200,12 +201,20 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 		return json.NewEncoder(os.Stdout).Encode(r)
 	}
 	fmt.Printf("load average at start %s, at end %s\n", r.LoadStart, r.LoadEnd)
-	fmt.Printf("%-11s %7s %9s %12s %8s %10s %10s %9s %9s %5s %9s %9s\n", "server", "viewers", "connected", "cpu-s/v-min", "RSS MiB", "Mbit/s", "Mbit/s/core", "ff p50 ms", "ff p99 ms", "gaps", "hop p50", "hop p99")
+	fmt.Printf("%-11s %7s %9s %12s %8s %10s %10s %9s %9s %5s %9s %9s %9s %9s %7s %7s %7s\n", "server", "viewers", "connected", "cpu-s/v-min", "RSS MiB", "Mbit/s", "Mbit/s/core", "ff p50 ms", "ff p99 ms", "gaps", "hop p50", "hop p99", "srv p50", "srv p99", "up p99", "wr/v/s", "rq ms/s")
 	for _, x := range r.Results {
-		fmt.Printf("%-11s %7d %9d %12.4f %8.1f %10.0f %10.0f %9.0f %9.0f %5d %9.1f %9.1f\n", x.Server, x.Viewers, x.Connected, x.CPUPerViewerMin, x.RSSMiB, x.DeliveredMbps, x.MbpsPerCore, x.FirstFrameP50, x.FirstFrameP99, x.ViewersWithGaps, x.HopLatency.P50, x.HopLatency.P99)
+		srv := fmt.Sprintf("%9s %9s %7s", "-", "-", "-")
+		if x.ServerLatency != nil && x.ServerLatencyKeepingUp != nil {
+			srv = fmt.Sprintf("%9.1f %9.1f %7.1f", x.ServerLatency.P50, x.ServerLatency.P99, x.ServerLatencyKeepingUp.P99)
+		}
+		wr := fmt.Sprintf("%7s", "-") // the kernel did not say (another user's process)
+		if x.WritesPerViewerSec > 0 {
+			wr = fmt.Sprintf("%7.1f", x.WritesPerViewerSec)
+		}
+		fmt.Printf("%-11s %7d %9d %12.4f %8.1f %10.0f %10.0f %9.0f %9.0f %5d %9.1f %9.1f %s %s %7.0f\n", x.Server, x.Viewers, x.Connected, x.CPUPerViewerMin, x.RSSMiB, x.DeliveredMbps, x.MbpsPerCore, x.FirstFrameP50, x.FirstFrameP99, x.ViewersWithGaps, x.HopLatency.P50, x.HopLatency.P99, srv, wr, x.RunQueueMSPerSec)
 	}
 	for _, x := range r.Floor {
-		fmt.Printf("%-11s %7d %9s %12.4f %8s %10.0f   (bare fan-out, %s)\n", "floor", x.Viewers, "", x.CPUPerViewerMin, "", x.DeliveredMbps, x.Mode)
+		fmt.Printf("%-11s %7d %9s %12.4f %8s %10.0f   (bare fan-out, %s; %.1f writes per viewer-second)\n", "floor", x.Viewers, "", x.CPUPerViewerMin, "", x.DeliveredMbps, x.Mode, x.WritesPerViewerSec)
 	}
 	if r.FloorSkipped != "" {
 		fmt.Printf("floor skipped: %s\n", r.FloorSkipped)
@@ -217,6 +226,8 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 		}
 		fmt.Println(line)
 	}
-	fmt.Println("hop p50/p99: ms a sampled viewer read a frame after a player on the primary read it (what the edge adds per hop)")
+	fmt.Println("hop p50/p99: ms a sampled viewer read a frame after a player on the primary read it (what the edge adds per hop, the client's reading included)")
+	fmt.Println("wr/v/s: the server's write system calls per viewer and second; rq ms/s: ms per second its threads waited for a CPU (other load)")
+	fmt.Println("srv p50/p99: ms from a frame's arrival in the relay's hub to the return of the writev that carried it, sampled viewers (what the relay adds per hop); up p99: the same for viewers that kept up (socket not full, media not held back, within the last second)")
 	return nil
 }
