@@ -142,7 +142,13 @@ func (o *Orchestrator) Bonuses() []Bonus { return *o.bonus.Load() }
 // Run follows and, when it wins the lease, leads until ctx ends.
 func (o *Orchestrator) Run(ctx context.Context) error {
 	var buckets *bus.Buckets
-	var watch leaderWatch
+	probe := newLeaderProbe()
+	pctx, stopProbe := context.WithCancel(ctx)
+	var pwg sync.WaitGroup
+	pwg.Add(1)
+	go func() { defer pwg.Done(); o.probeLeader(pctx, probe) }()
+	defer pwg.Wait()
+	defer stopProbe()
 	t := time.NewTicker(o.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -153,15 +159,13 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			if err != nil && ctx.Err() == nil {
 				o.log.Debug("buckets unavailable, will retry", "err", err)
 			}
+			if b != nil && b.LeaseTTL != o.cfg.Buckets.LeaseTTL {
+				o.log.Warn("the lease bucket keeps another TTL: leading by it", "ttl", b.LeaseTTL, "configured", o.cfg.Buckets.LeaseTTL)
+			}
 			buckets = b
 		}
 		if buckets != nil {
-			rev, sent, ok := o.acquire(ctx, buckets)
-			if !ok {
-				rev, sent, ok = o.watchLeader(ctx, buckets, &watch)
-			}
-			if ok {
-				watch = leaderWatch{}
+			if rev, sent, ok := o.follow(ctx, buckets, probe); ok {
 				o.terms.Add(1)
 				o.leader.Store(true)
 				o.log.Info("leading")
@@ -176,9 +180,10 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 				o.log.Warn("leadership lost", "err", err)
 			}
 		}
-		// A follower tries for the lease four times per interval, so
-		// that it takes over within a quarter interval of the lease's
-		// expiry (a Create on a held key is one small request).
+		// A follower looks at the lease four times per interval, so that
+		// it takes over within a quarter interval of the lease's expiry (a
+		// read is one small request), and at once when the probe finds
+		// the leader gone.
 		wait := t.C
 		if buckets != nil {
 			wait = time.After(o.cfg.Interval / 4)
@@ -187,6 +192,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-wait:
+		case <-probe.gone:
 		}
 	}
 }
