@@ -216,15 +216,20 @@ func (p *leaderProbe) record(at time.Time, none bool, enough func(time.Duration,
 }
 
 // absent says for how long and how many answers in a row the holder of
-// the lease at revision rev has been missing (0, 0: it answered last). A
-// revision not seen before starts the count again: it was written by a
-// leader alive then (a new one, or a renewal), whatever the pings said
-// before. (Revisions only grow; an older one is a replica behind.)
-func (p *leaderProbe) absent(rev uint64, now time.Time) (time.Duration, int) {
+// the lease at revision rev, written at written (the server's time), has
+// been missing (0, 0: it answered last). A revision written after the run
+// of "no responders" began starts the count again: its leader was alive
+// then (a new one, or a renewal), whatever the pings said. (Revisions only
+// grow; an older one is a replica behind. A clock ahead of the server's
+// by less than an interval only delays this to the next renewal.)
+func (p *leaderProbe) absent(rev uint64, written, now time.Time) (time.Duration, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if rev > p.rev {
-		p.rev, p.since, p.n = rev, time.Time{}, 0
+		p.rev = rev
+		if p.n > 0 && written.After(p.since) {
+			p.since, p.n = time.Time{}, 0
+		}
 	}
 	if p.n == 0 {
 		return 0, 0
@@ -291,7 +296,7 @@ func (o *Orchestrator) follow(ctx context.Context, b *bus.Buckets, p *leaderProb
 	if l.Holder == o.cfg.ID {
 		return e.Revision(), l.Since, true
 	}
-	d, n := p.absent(e.Revision(), time.Now())
+	d, n := p.absent(e.Revision(), e.Created(), time.Now())
 	if !o.leaderGone(d, n) {
 		return 0, time.Time{}, false
 	}

@@ -266,11 +266,11 @@ func TestLeaderProbe(t *testing.T) {
 	o := &Orchestrator{cfg: Config{Interval: time.Second}}
 	p := newLeaderProbe()
 	t0 := time.Now()
-	p.absent(1, t0) // the lease at revision 1 seen
+	p.absent(1, t0, t0) // the lease at revision 1 seen
 	for i := 0; i < 3; i++ {
 		p.record(t0.Add(time.Duration(i)*time.Second), true, o.leaderGone)
 	}
-	if d, n := p.absent(1, t0.Add(2*time.Second)); d != 2*time.Second || n != 3 || o.leaderGone(d, n) {
+	if d, n := p.absent(1, t0, t0.Add(2*time.Second)); d != 2*time.Second || n != 3 || o.leaderGone(d, n) {
 		t.Fatalf("after 3 pings over 2 s: %v, %d, gone %v; want 2 s, 3, not gone (four pings needed)", d, n, o.leaderGone(d, n))
 	}
 	select {
@@ -279,7 +279,7 @@ func TestLeaderProbe(t *testing.T) {
 	default:
 	}
 	p.record(t0.Add(3*time.Second), false, o.leaderGone) // an answer, or a timeout
-	if d, n := p.absent(1, t0.Add(3*time.Second)); d != 0 || n != 0 {
+	if d, n := p.absent(1, t0, t0.Add(3*time.Second)); d != 0 || n != 0 {
 		t.Fatalf("after an answer: %v, %d", d, n)
 	}
 	for i := 0; i < 4; i++ {
@@ -296,11 +296,16 @@ func TestLeaderProbe(t *testing.T) {
 	default:
 		t.Fatal("five pings over 1.6 s missing: not signalled")
 	}
-	if !o.leaderGone(p.absent(1, t0.Add(5600*time.Millisecond))) {
+	if !o.leaderGone(p.absent(1, t0, t0.Add(5600*time.Millisecond))) {
 		t.Fatal("not gone after 1.6 s and five pings")
 	}
-	// A new revision (a renewal, or a new leader) starts the count again.
-	if d, n := p.absent(2, t0.Add(5700*time.Millisecond)); d != 0 || n != 0 {
-		t.Fatalf("at a new revision: %v, %d; want 0, 0", d, n)
+	// A revision written before the run began (the dead leader's last
+	// renewal, seen late) changes nothing; one written after it (a
+	// renewal, or a new leader) starts the count again.
+	if d, n := p.absent(2, t0.Add(3500*time.Millisecond), t0.Add(5650*time.Millisecond)); d != 1650*time.Millisecond || n != 5 {
+		t.Fatalf("at a revision written before the run: %v, %d; want 1.65 s, 5", d, n)
+	}
+	if d, n := p.absent(3, t0.Add(4500*time.Millisecond), t0.Add(5700*time.Millisecond)); d != 0 || n != 0 {
+		t.Fatalf("at a revision written after the run began: %v, %d; want 0, 0", d, n)
 	}
 }
