@@ -5,8 +5,9 @@
 //
 // Several instances may run; one leads, through a lease in a bucket with a
 // TTL (created if absent, renewed every interval). When the leader stops
-// (or its lease lapses) another instance takes over within about a lease
-// TTL and rebuilds its state from the placements bucket and fresh statuses.
+// (its connection gone: within about two intervals) or its lease lapses,
+// another instance takes over and rebuilds its state from the placements
+// bucket and fresh statuses (lease.go).
 package orchestrator
 
 import (
@@ -40,7 +41,8 @@ type Config struct {
 	// Interval between evaluations and lease renewals. Default 1 s.
 	Interval time.Duration
 	// Buckets sets the status and lease TTLs (defaults in package bus).
-	// A follower takes over within about LeaseTTL of the leader's death.
+	// A follower takes over about two intervals after the leader's
+	// connection is gone, within about LeaseTTL when it hangs connected.
 	Buckets bus.BucketConfig
 	// FanOut is how many relays of one stream may pull from one server
 	// (primary or relay) before the next relay goes to another parent.
