@@ -96,9 +96,10 @@ func (o *Orchestrator) keepLease(ctx context.Context, b *bus.Buckets, k *leaseKe
 			o.log.Warn("lease not confirmed in time: decisions paused while renewing", "err", lastErr)
 		}
 		// Wait for the answer while the lease is valid (renewWait at
-		// most); once paused, two intervals per attempt.
+		// most: the leader goes on deciding meanwhile, so never past the
+		// validity); once paused, two intervals per attempt.
 		wait := min(valid.Sub(now), o.renewWait())
-		if wait < o.cfg.Interval {
+		if k.paused.Load() {
 			wait = 2 * o.cfg.Interval
 		}
 		rctx, cancel := context.WithTimeout(ctx, wait)
@@ -182,9 +183,11 @@ func (o *Orchestrator) answerPings() (func(), error) {
 
 // leaderProbe is a follower's view of the leader's connection: it asks on
 // bus.LeaderSubject every quarter interval, apart from the follower's
-// bucket reads (a slow one must not slow the pings), and remembers since
-// when every answer has been "no responders": no subscriber anywhere in
-// the cluster, the leader's connection is gone.
+// bucket reads (a slow one must not slow the pings) and without waiting
+// for the last ping's answer (one sent as the leader dies may wait for its
+// timeout), and remembers since when every answer has been "no
+// responders": no subscriber anywhere in the cluster, the leader's
+// connection is gone.
 type leaderProbe struct {
 	mu    sync.Mutex
 	since time.Time // when the current run of "no responders" began
@@ -195,12 +198,28 @@ type leaderProbe struct {
 
 func newLeaderProbe() *leaderProbe { return &leaderProbe{gone: make(chan struct{}, 1)} }
 
-// record counts one answer (none: "no responders") received at.
-func (p *leaderProbe) record(at time.Time, none bool, enough func(time.Duration, int) bool) {
+// The outcomes of a ping.
+const (
+	pingAnswered = iota
+	pingNoResponders
+	pingUnknown // a timeout, a lost connection: proves nothing
+)
+
+// record counts the outcome of a ping sent at sent and ended at at. An
+// answer ends the run of "no responders"; so does an unknown outcome of a
+// ping sent after the run began (the leader may be back), not of one sent
+// before.
+func (p *leaderProbe) record(sent, at time.Time, outcome int, enough func(time.Duration, int) bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !none {
+	switch outcome {
+	case pingAnswered:
 		p.since, p.n = time.Time{}, 0
+		return
+	case pingUnknown:
+		if p.n == 0 || !sent.Before(p.since) {
+			p.since, p.n = time.Time{}, 0
+		}
 		return
 	}
 	if p.n == 0 {
@@ -246,23 +265,43 @@ func (o *Orchestrator) leaderGone(d time.Duration, n int) bool {
 }
 
 // probeLeader pings the leader until ctx ends (not while this instance
-// leads: it would answer itself).
+// leads: it would answer itself), a ping every quarter interval, each
+// waiting an interval at most for its answer.
 func (o *Orchestrator) probeLeader(ctx context.Context, p *leaderProbe) {
 	t := time.NewTicker(o.cfg.Interval / 4)
 	defer t.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	inflight := make(chan struct{}, 4)
 	for {
 		if o.leader.Load() {
-			p.record(time.Now(), false, o.leaderGone)
+			now := time.Now()
+			p.record(now, now, pingAnswered, o.leaderGone)
 		} else {
-			rctx, cancel := context.WithTimeout(ctx, o.cfg.Interval)
-			_, err := o.conn.NC.RequestWithContext(rctx, bus.LeaderSubject, nil)
-			cancel()
-			if ctx.Err() != nil {
-				return
+			select {
+			case inflight <- struct{}{}:
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer func() { <-inflight }()
+					sent := time.Now()
+					rctx, cancel := context.WithTimeout(ctx, o.cfg.Interval)
+					_, err := o.conn.NC.RequestWithContext(rctx, bus.LeaderSubject, nil)
+					cancel()
+					if ctx.Err() != nil {
+						return
+					}
+					outcome := pingAnswered
+					switch {
+					case errors.Is(err, nats.ErrNoResponders):
+						outcome = pingNoResponders
+					case err != nil:
+						outcome = pingUnknown
+					}
+					p.record(sent, time.Now(), outcome, o.leaderGone)
+				}()
+			default: // four waiting for their answers: a slow connection
 			}
-			// A timeout or a lost connection proves nothing: only
-			// "no responders" counts.
-			p.record(time.Now(), errors.Is(err, nats.ErrNoResponders), o.leaderGone)
 		}
 		select {
 		case <-ctx.Done():

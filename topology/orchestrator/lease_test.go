@@ -268,7 +268,8 @@ func TestLeaderProbe(t *testing.T) {
 	t0 := time.Now()
 	p.absent(1, t0, t0) // the lease at revision 1 seen
 	for i := 0; i < 3; i++ {
-		p.record(t0.Add(time.Duration(i)*time.Second), true, o.leaderGone)
+		at := t0.Add(time.Duration(i) * time.Second)
+		p.record(at, at, pingNoResponders, o.leaderGone)
 	}
 	if d, n := p.absent(1, t0, t0.Add(2*time.Second)); d != 2*time.Second || n != 3 || o.leaderGone(d, n) {
 		t.Fatalf("after 3 pings over 2 s: %v, %d, gone %v; want 2 s, 3, not gone (four pings needed)", d, n, o.leaderGone(d, n))
@@ -278,19 +279,32 @@ func TestLeaderProbe(t *testing.T) {
 		t.Fatal("signalled before four pings")
 	default:
 	}
-	p.record(t0.Add(3*time.Second), false, o.leaderGone) // an answer, or a timeout
+	// A timeout of a ping sent before the run began changes nothing; one
+	// sent after it ends the run, as an answer does.
+	p.record(t0.Add(-500*time.Millisecond), t0.Add(2500*time.Millisecond), pingUnknown, o.leaderGone)
+	if _, n := p.absent(1, t0, t0.Add(2500*time.Millisecond)); n != 3 {
+		t.Fatalf("after a timeout of a ping sent before the run: %d pings missing, want 3", n)
+	}
+	p.record(t0.Add(500*time.Millisecond), t0.Add(2600*time.Millisecond), pingUnknown, o.leaderGone)
+	if d, n := p.absent(1, t0, t0.Add(2600*time.Millisecond)); d != 0 || n != 0 {
+		t.Fatalf("after a timeout of a ping sent in the run: %v, %d", d, n)
+	}
+	at := t0.Add(2700 * time.Millisecond)
+	p.record(at, at, pingNoResponders, o.leaderGone)
+	p.record(at, t0.Add(3*time.Second), pingAnswered, o.leaderGone)
 	if d, n := p.absent(1, t0, t0.Add(3*time.Second)); d != 0 || n != 0 {
 		t.Fatalf("after an answer: %v, %d", d, n)
 	}
 	for i := 0; i < 4; i++ {
-		p.record(t0.Add(4*time.Second+time.Duration(i)*400*time.Millisecond), true, o.leaderGone)
+		at := t0.Add(4*time.Second + time.Duration(i)*400*time.Millisecond)
+		p.record(at, at, pingNoResponders, o.leaderGone)
 	}
 	select {
 	case <-p.gone:
 		t.Fatal("signalled after 1.2 s: want 1.5 intervals")
 	default:
 	}
-	p.record(t0.Add(5600*time.Millisecond), true, o.leaderGone)
+	p.record(t0.Add(5600*time.Millisecond), t0.Add(5600*time.Millisecond), pingNoResponders, o.leaderGone)
 	select {
 	case <-p.gone:
 	default:
