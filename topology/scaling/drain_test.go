@@ -209,3 +209,15 @@ func TestOverflowToTheNearestReserve(t *testing.T) {
 		}
 	}
 }
+
+// Settle follows a short minimum lifetime (a mesh tuned to scale in within
+// seconds) and is a minute otherwise.
+func TestSettleDefault(t *testing.T) {
+	for _, tc := range []struct{ min, want time.Duration }{{time.Second, time.Second}, {0, time.Minute}, {10 * time.Minute, time.Minute}} {
+		c := Config{MinLifetime: tc.min}
+		c.defaults()
+		if c.Settle != tc.want {
+			t.Errorf("MinLifetime %v: Settle %v, want %v", tc.min, c.Settle, tc.want)
+		}
+	}
+}

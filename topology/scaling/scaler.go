@@ -39,7 +39,8 @@ type Config struct {
 	Margin float64
 	// Settle: a group drains no relay within this time of its latest
 	// opening (viewers are still moving onto the new relays, and the room
-	// they show is not yet room). Default 1 min.
+	// they show is not yet room). Default 1 min, or MinLifetime when that
+	// is shorter.
 	Settle time.Duration
 	// MinLifetime: no relay is drained before this age. Default 5 min (a
 	// relay closed younger counts as an oscillation in the scorecard).
@@ -73,11 +74,13 @@ func (c *Config) defaults() {
 	if c.Margin <= 0 {
 		c.Margin = 1.35
 	}
-	if c.Settle <= 0 {
-		c.Settle = time.Minute
-	}
 	if c.MinLifetime <= 0 {
 		c.MinLifetime = 5 * time.Minute
+	}
+	if c.Settle <= 0 {
+		// A minute, or the minimum lifetime when that is shorter (a mesh
+		// tuned to scale in within seconds settles as fast).
+		c.Settle = min(time.Minute, c.MinLifetime)
 	}
 	if c.Horizon <= 0 {
 		c.Horizon = 15 * time.Second
