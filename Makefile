@@ -27,7 +27,7 @@ DRILL_REPORT            ?= docs/reliability.md
 
 # The pure packages (no network code; internal/layering's test checks this
 # list against its own): vetted for Windows too, as `make cross` does.
-PURE_PKGS = ./internal/av ./internal/amf ./internal/sharedobject ./internal/sharedobject/access \
+PURE_PKGS = ./internal/av ./internal/codec ./internal/amf ./internal/sharedobject ./internal/sharedobject/access \
 	./internal/sharedobject/authority ./internal/sharedobject/replica ./topology/graph \
 	./topology/distance ./topology/demand ./topology/placement ./topology/scaling \
 	./topology/jumphash ./topology/controller

@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/relaymesh/relaymesh/internal/av"
+	"github.com/relaymesh/relaymesh/internal/hub"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
-	"github.com/relaymesh/relaymesh/relay/hub"
 )
 
 // Config of the publish side.

@@ -3,19 +3,19 @@ package packager
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"strings"
 
-	"github.com/Eyevinn/mp4ff/avc"
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg4audio"
+
 	"github.com/relaymesh/relaymesh/internal/av"
+	"github.com/relaymesh/relaymesh/internal/codec"
 )
 
 // errCodec is wrapped by errors about sequence headers the packager cannot use.
-var errCodec = errors.New("packager: unsupported or malformed codec configuration")
+var errCodec = codec.ErrConfig
 
-// videoConfig is what the packager needs from an AVC sequence header.
+// videoConfig is what the packager keeps of an AVC sequence header (read by
+// internal/codec, as the hub reads it).
 type videoConfig struct {
 	raw      []byte // the FLV tag body, to notice changes
 	sps, pps [][]byte
@@ -27,72 +27,15 @@ type videoConfig struct {
 
 // parseVideoConfig reads an RTMP AVC sequence header (FLV video tag body).
 func parseVideoConfig(payload []byte) (*videoConfig, error) {
-	if len(payload) < 5+7 || payload[0]&0x0f != av.CodecAVC || payload[1] != 0 {
-		return nil, fmt.Errorf("%w: not an AVC sequence header", errCodec)
-	}
-	rec := payload[5:]
-	if rec[0] != 1 {
-		return nil, fmt.Errorf("%w: AVC configuration version %d", errCodec, rec[0])
-	}
-	dcr, err := decodeAVCConf(rec)
+	c, err := codec.ParseAVC(payload)
 	if err != nil {
 		return nil, err
 	}
-	if len(dcr.SPSnalus) == 0 || len(dcr.PPSnalus) == 0 {
-		return nil, fmt.Errorf("%w: AVC configuration without SPS or PPS", errCodec)
-	}
-	for _, n := range append(dcr.SPSnalus[:len(dcr.SPSnalus):len(dcr.SPSnalus)], dcr.PPSnalus...) {
-		if len(n) == 0 {
-			return nil, fmt.Errorf("%w: empty parameter set", errCodec)
-		}
-	}
-	sps, err := parseSPS(dcr.SPSnalus[0])
-	if err != nil {
-		return nil, err
-	}
-	if sps.Width == 0 || sps.Height == 0 || sps.Width > 16384 || sps.Height > 16384 {
-		return nil, fmt.Errorf("%w: picture size %dx%d", errCodec, sps.Width, sps.Height)
-	}
-	return &videoConfig{
-		raw:    bytes.Clone(payload),
-		sps:    dcr.SPSnalus,
-		pps:    dcr.PPSnalus,
-		nalLen: int(rec[4]&0x03) + 1,
-		width:  int(sps.Width),
-		height: int(sps.Height),
-		codec:  strings.ToLower(avc.CodecString("avc1", sps)),
-	}, nil
+	return &videoConfig{raw: bytes.Clone(payload), sps: c.SPS, pps: c.PPS, nalLen: c.NALLengthSize,
+		width: c.Width, height: c.Height, codec: c.Codec}, nil
 }
 
-// decodeAVCConf wraps the library decoder: hostile input must give an error,
-// never a panic.
-func decodeAVCConf(rec []byte) (dcr avc.DecConfRec, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: AVC configuration: %v", errCodec, r)
-		}
-	}()
-	dcr, err = avc.DecodeAVCDecConfRec(rec)
-	if err != nil {
-		return dcr, fmt.Errorf("%w: AVC configuration: %v", errCodec, err)
-	}
-	return dcr, nil
-}
-
-func parseSPS(nalu []byte) (sps *avc.SPS, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: SPS: %v", errCodec, r)
-		}
-	}()
-	sps, err = avc.ParseSPSNALUnit(nalu, false)
-	if err != nil {
-		return nil, fmt.Errorf("%w: SPS: %v", errCodec, err)
-	}
-	return sps, nil
-}
-
-// audioConfig is what the packager needs from an AAC sequence header.
+// audioConfig is what the packager keeps of an AAC sequence header.
 type audioConfig struct {
 	raw        []byte // the FLV tag body, to notice changes
 	asc        []byte // AudioSpecificConfig
@@ -105,37 +48,12 @@ type audioConfig struct {
 
 // parseAudioConfig reads an RTMP AAC sequence header (FLV audio tag body).
 func parseAudioConfig(payload []byte) (*audioConfig, error) {
-	if len(payload) < 3 || payload[0]>>4 != av.CodecAAC || payload[1] != 0 {
-		return nil, fmt.Errorf("%w: not an AAC sequence header", errCodec)
+	c, err := codec.ParseAAC(payload)
+	if err != nil {
+		return nil, err
 	}
-	asc := payload[2:]
-	var c mpeg4audio.AudioSpecificConfig
-	if err := c.Unmarshal(asc); err != nil {
-		return nil, fmt.Errorf("%w: AudioSpecificConfig: %v", errCodec, err)
-	}
-	if c.SampleRate < 8000 || c.SampleRate > 48000 {
-		return nil, fmt.Errorf("%w: AAC sample rate %d", errCodec, c.SampleRate)
-	}
-	ch := int(c.ChannelConfig)
-	switch {
-	case ch == 7:
-		ch = 8
-	case ch < 1 || ch > 7:
-		return nil, fmt.Errorf("%w: AAC channel configuration %d", errCodec, c.ChannelConfig)
-	}
-	fl := 1024
-	if c.FrameLengthFlag {
-		fl = 960
-	}
-	return &audioConfig{
-		raw:        bytes.Clone(payload),
-		asc:        bytes.Clone(asc),
-		conf:       c,
-		sampleRate: c.SampleRate,
-		channels:   ch,
-		frameLen:   fl,
-		codec:      fmt.Sprintf("mp4a.40.%d", int(c.Type)),
-	}, nil
+	return &audioConfig{raw: bytes.Clone(payload), asc: c.ASC, conf: c.Config, sampleRate: c.SampleRate,
+		channels: c.Channels, frameLen: c.FrameLen, codec: c.Codec}, nil
 }
 
 // splitAVCC appends the NAL units of an AVCC access unit (lengths of nalLen

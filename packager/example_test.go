@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 
-	"github.com/relaymesh/relaymesh/relay/hub"
+	"github.com/relaymesh/relaymesh/internal/hub"
 )
 
 // The packager serves HLS and DASH of the streams of a hub registry. It

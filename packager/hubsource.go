@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/relaymesh/relaymesh/relay/hub"
+	"github.com/relaymesh/relaymesh/internal/hub"
 )
 
 // HubSource is a Source over the hubs of a registry: it serves the streams

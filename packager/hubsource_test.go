@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/relaymesh/relaymesh/internal/av"
-	"github.com/relaymesh/relaymesh/relay/hub"
+	"github.com/relaymesh/relaymesh/internal/hub"
 )
 
 func TestHubSource(t *testing.T) {

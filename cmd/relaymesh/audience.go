@@ -7,8 +7,8 @@ import (
 	"github.com/relaymesh/relaymesh/internal/av"
 	"github.com/relaymesh/relaymesh/internal/bus"
 	"github.com/relaymesh/relaymesh/packager"
-	"github.com/relaymesh/relaymesh/relay"
 	"github.com/relaymesh/relaymesh/relay/agent"
+	"github.com/relaymesh/relaymesh/relay/pull"
 )
 
 // httpAudience is the packager's HLS/DASH audience by app/name (nothing
@@ -66,7 +66,7 @@ func (s *pullSubscription) Close() {
 }
 
 // followPull wraps sub so that it ends with the pull of app/name.
-func followPull(sub packager.Subscription, up *relay.Upstream, app, name string) packager.Subscription {
+func followPull(sub packager.Subscription, up *pull.Upstream, app, name string) packager.Subscription {
 	done := up.PullDone(app, name)
 	if done == nil {
 		return sub

@@ -17,8 +17,9 @@ import (
 	"github.com/relaymesh/relaymesh/ingest"
 	"github.com/relaymesh/relaymesh/internal/bus"
 	"github.com/relaymesh/relaymesh/internal/config"
-	"github.com/relaymesh/relaymesh/relay"
+	"github.com/relaymesh/relaymesh/internal/serve"
 	"github.com/relaymesh/relaymesh/relay/agent"
+	"github.com/relaymesh/relaymesh/relay/pull"
 	"github.com/relaymesh/relaymesh/topology/graph"
 )
 
@@ -228,7 +229,7 @@ func devMain(ctx context.Context, args []string, out io.Writer, ready func(httpA
 		return err
 	}
 	defer stopSO()
-	ph := relay.NewHandler(relay.Options{Hubs: pn.hubs, Publish: in.Publish, Sessions: sos, Grace: pn.cfg.RTMP.Grace, Log: pn.log})
+	ph := serve.NewHandler(serve.Options{Hubs: pn.hubs, Publish: in.Publish, Sessions: sos, Grace: pn.cfg.RTMP.Grace, Log: pn.log})
 	primaryRTMP := pn.rtmpLn.Addr().String()
 	if err := devAgent(ctx, spawn, connect, ps, pn, nil); err != nil {
 		return err
@@ -245,7 +246,7 @@ func devMain(ctx context.Context, args []string, out io.Writer, ready func(httpA
 		addrs.relays = append(addrs.relays, devServer{s.ID, n.rtmpLn.Addr().String(), n.httpLn.Addr().String()})
 		n.cfg.Relay.Upstream = "rtmp://" + primaryRTMP
 		n.cfg.HLS.SteeringURL = steerURL
-		up, err := relay.NewUpstream(ctx, relay.UpstreamConfig{URL: n.cfg.Relay.Upstream, RelayID: s.ID, Conn: connConfig(n.cfg.RTMP),
+		up, err := pull.New(ctx, pull.Config{URL: n.cfg.Relay.Upstream, RelayID: s.ID, Conn: connConfig(n.cfg.RTMP),
 			Credentials: n.upstreamCredentials()}, n.hubs, n.log)
 		if err != nil {
 			return err
@@ -256,7 +257,7 @@ func devMain(ctx context.Context, args []string, out io.Writer, ready func(httpA
 		if err != nil {
 			return err
 		}
-		h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Sessions: sor, Grace: n.cfg.RTMP.Grace, Log: n.log})
+		h := serve.NewHandler(serve.Options{Hubs: n.hubs, Upstream: up, Sessions: sor, Grace: n.cfg.RTMP.Grace, Log: n.log})
 		if err := devAgent(ctx, spawn, connect, s, n, up); err != nil {
 			return err
 		}

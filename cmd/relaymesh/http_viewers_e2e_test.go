@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/relaymesh/relaymesh/internal/bus"
-	"github.com/relaymesh/relaymesh/relay"
+	"github.com/relaymesh/relaymesh/internal/serve"
 )
 
 // httpAudience polls a playlist (and, for HLS, the first media playlist of
@@ -50,25 +50,25 @@ func httpAudience(ctx context.Context, url string) {
 }
 
 // streamView is what a server's /api/v1/streams says of stream.
-func streamView(t *testing.T, httpURL, stream string) (relay.StreamView, bool) {
+func streamView(t *testing.T, httpURL, stream string) (serve.StreamView, bool) {
 	t.Helper()
 	resp, err := http.Get(httpURL + "/api/v1/streams")
 	if err != nil {
-		return relay.StreamView{}, false
+		return serve.StreamView{}, false
 	}
 	defer resp.Body.Close()
 	var out struct {
-		Streams []relay.StreamView `json:"streams"`
+		Streams []serve.StreamView `json:"streams"`
 	}
 	if json.NewDecoder(resp.Body).Decode(&out) != nil {
-		return relay.StreamView{}, false
+		return serve.StreamView{}, false
 	}
 	for _, s := range out.Streams {
 		if s.App+"/"+s.Name == stream {
 			return s, true
 		}
 	}
-	return relay.StreamView{}, false
+	return serve.StreamView{}, false
 }
 
 func protoViewers(pl []bus.ProtocolLoad, proto string) int {

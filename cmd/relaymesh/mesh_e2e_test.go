@@ -23,10 +23,11 @@ import (
 	"github.com/relaymesh/relaymesh/geo"
 	"github.com/relaymesh/relaymesh/ingest"
 	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/internal/hub"
+	"github.com/relaymesh/relaymesh/internal/serve"
 	"github.com/relaymesh/relaymesh/loadtest/swarm"
-	"github.com/relaymesh/relaymesh/relay"
 	"github.com/relaymesh/relaymesh/relay/agent"
-	"github.com/relaymesh/relaymesh/relay/hub"
+	"github.com/relaymesh/relaymesh/relay/pull"
 	"github.com/relaymesh/relaymesh/topology/dashboard"
 	"github.com/relaymesh/relaymesh/topology/demand"
 	"github.com/relaymesh/relaymesh/topology/graph"
@@ -418,7 +419,7 @@ func startMeshOn(t *testing.T, g *graph.Graph) *testMesh {
 		t.Fatal(err)
 	}
 	in := ingest.New(ingest.Config{Auth: ingest.Auth{Open: true}}, pn.hubs, pn.log)
-	ph := relay.NewHandler(relay.Options{Hubs: pn.hubs, Publish: in.Publish, Grace: pn.cfg.RTMP.Grace, Log: pn.log})
+	ph := serve.NewHandler(serve.Options{Hubs: pn.hubs, Publish: in.Publish, Grace: pn.cfg.RTMP.Grace, Log: pn.log})
 	m.primary = pn.rtmpLn.Addr().String()
 	m.startServer(ps, pn, ph, nil)
 	for _, s := range g.Servers() {
@@ -431,19 +432,19 @@ func startMeshOn(t *testing.T, g *graph.Graph) *testMesh {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
-		up, err := relay.NewUpstream(ctx, relay.UpstreamConfig{URL: "rtmp://" + m.primary, RelayID: s.ID, Conn: connConfig(n.cfg.RTMP)}, n.hubs, n.log)
+		up, err := pull.New(ctx, pull.Config{URL: "rtmp://" + m.primary, RelayID: s.ID, Conn: connConfig(n.cfg.RTMP)}, n.hubs, n.log)
 		if err != nil {
 			t.Fatal(err)
 		}
 		n.src = pullingSource(n.hubs, up) // HTTP viewers pull too, as on a relay of its own
-		h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Grace: n.cfg.RTMP.Grace, Log: n.log})
+		h := serve.NewHandler(serve.Options{Hubs: n.hubs, Upstream: up, Grace: n.cfg.RTMP.Grace, Log: n.log})
 		m.startServer(s, n, h, up)
 	}
 	return m
 }
 
 // startServer runs a node and its agent under the server's id.
-func (m *testMesh) startServer(s graph.Server, n *node, h *relay.Handler, up *relay.Upstream) {
+func (m *testMesh) startServer(s graph.Server, n *node, h *serve.Handler, up *pull.Upstream) {
 	conn := m.connect(s.ID)
 	var p agent.Puller
 	if up != nil {

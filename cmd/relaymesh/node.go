@@ -13,11 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/relaymesh/relaymesh/internal/config"
 	"github.com/relaymesh/relaymesh/internal/httpserver"
+	"github.com/relaymesh/relaymesh/internal/hub"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
+	"github.com/relaymesh/relaymesh/internal/serve"
 	"github.com/relaymesh/relaymesh/packager"
-	"github.com/relaymesh/relaymesh/relay"
 	"github.com/relaymesh/relaymesh/relay/agent"
-	"github.com/relaymesh/relaymesh/relay/hub"
+	"github.com/relaymesh/relaymesh/relay/pull"
 )
 
 func hubConfig(c config.Hub, r config.RTMP) hub.Config {
@@ -51,7 +52,7 @@ type node struct {
 	http   *httpserver.Server
 	rtmpLn net.Listener
 	httpLn net.Listener
-	server *relay.Server
+	server *serve.Server
 	src    packager.Source
 	pkg    *packager.Packager
 	pkgRef atomic.Pointer[packager.Packager] // pkg, for readers on other goroutines (audience.go)
@@ -147,7 +148,7 @@ func newNodeOn(cfg config.Config, log *slog.Logger, rtmpLn, httpLn net.Listener)
 	if err := n.hubs.RegisterMetrics(n.http.Registry); err != nil {
 		panic("relaymesh: hub metrics: " + err.Error()) // a fresh registry: names collide only by a bug
 	}
-	n.http.Mux.Handle("GET /api/v1/streams", relay.StreamsHandler(n.hubs, n.httpAudience))
+	n.http.Mux.Handle("GET /api/v1/streams", serve.StreamsHandler(n.hubs, n.httpAudience))
 	if err := n.http.Registry.Register(agent.ViewersCollector(n.stats(), n.hubs.StreamLabels)); err != nil {
 		panic("relaymesh: viewer metrics: " + err.Error()) // a fresh registry: names collide only by a bug
 	}
@@ -164,8 +165,8 @@ func newNodeOn(cfg config.Config, log *slog.Logger, rtmpLn, httpLn net.Listener)
 // run serves until ctx ends, then drains and stops.
 func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 	h = n.sec.gate.Wrap(h) // play keys, tokens and hooks; its refusals are counted with the others
-	n.server = &relay.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections,
-		Leave: n.leave, Skip: relay.IsRelay, Rounds: rtmp.FlusherConfig{Whole: n.cfg.RTMP.WholeRounds}}
+	n.server = &serve.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections,
+		Leave: n.leave, Skip: serve.IsRelay, Rounds: rtmp.FlusherConfig{Whole: n.cfg.RTMP.WholeRounds}}
 	n.server.Conn.Metrics = rtmp.NewMetrics() // closes, handshake failures, timeouts, refusals
 	if err := n.server.Conn.Metrics.Register(n.http.Registry); err != nil {
 		return err
@@ -225,7 +226,7 @@ func (n *node) run(ctx context.Context, h rtmp.Handler) error {
 
 // watchUpstream exports a relay's upstream metrics and makes its /healthz
 // fail while a stream it was told to hold cannot be pulled.
-func (n *node) watchUpstream(up *relay.Upstream) {
+func (n *node) watchUpstream(up *pull.Upstream) {
 	n.http.Registry.MustRegister(up.Collector())
 	n.http.AddCheck("upstream", up.HeldHealth)
 }

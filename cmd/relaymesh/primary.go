@@ -5,7 +5,7 @@ import (
 
 	"github.com/relaymesh/relaymesh/ingest"
 	"github.com/relaymesh/relaymesh/internal/config"
-	"github.com/relaymesh/relaymesh/relay"
+	"github.com/relaymesh/relaymesh/internal/serve"
 )
 
 func init() {
@@ -64,7 +64,7 @@ func runPrimary(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopSO()
-	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Publish: in.Publish, Sessions: sos, Grace: cfg.RTMP.Grace, Log: log})
+	h := serve.NewHandler(serve.Options{Hubs: n.hubs, Publish: in.Publish, Sessions: sos, Grace: cfg.RTMP.Grace, Log: log})
 	log.Info("primary listening", append([]any{"rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String()}, n.secureAddrs()...)...)
 	return n.run(ctx, h)
 }

@@ -8,10 +8,11 @@ import (
 
 	"github.com/relaymesh/relaymesh/internal/config"
 	"github.com/relaymesh/relaymesh/internal/httpserver"
+	"github.com/relaymesh/relaymesh/internal/hub"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
+	"github.com/relaymesh/relaymesh/internal/serve"
 	"github.com/relaymesh/relaymesh/packager"
-	"github.com/relaymesh/relaymesh/relay"
-	"github.com/relaymesh/relaymesh/relay/hub"
+	"github.com/relaymesh/relaymesh/relay/pull"
 )
 
 func init() {
@@ -50,7 +51,7 @@ func runRelay(ctx context.Context, args []string) error {
 	if cc.TLS, err = upstreamTLS(cfg); err != nil {
 		return err
 	}
-	redirectTo, err := relay.RedirectTo(cfg.Relay.Redirect)
+	redirectTo, err := serve.RedirectTo(cfg.Relay.Redirect)
 	if err != nil {
 		return err
 	}
@@ -64,7 +65,7 @@ func runRelay(ctx context.Context, args []string) error {
 	// downstream relays keep their streams until the drain ends.
 	upCtx, stopPulls := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPulls()
-	up, err := relay.NewUpstream(upCtx, relay.UpstreamConfig{
+	up, err := pull.New(upCtx, pull.Config{
 		URL: cfg.Relay.Upstream, RelayID: cfg.Relay.ID, Linger: cfg.Relay.Linger, Conn: cc,
 		Credentials: n.upstreamCredentials(),
 	}, n.hubs, log)
@@ -80,7 +81,7 @@ func runRelay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	h := relay.NewHandler(relay.Options{Hubs: n.hubs, Upstream: up, Sessions: sor, Grace: cfg.RTMP.Grace, Log: log})
+	h := serve.NewHandler(serve.Options{Hubs: n.hubs, Upstream: up, Sessions: sor, Grace: cfg.RTMP.Grace, Log: log})
 	log.Info("relay listening", append([]any{"rtmp", n.rtmpLn.Addr().String(), "http", n.httpLn.Addr().String(), "upstream", cfg.Relay.Upstream, "location", cfg.Relay.Location}, n.secureAddrs()...)...)
 	conn, err := startAgent(ctx, cfg, n, cfg.Relay.ID, cfg.Relay.Location, up, log)
 	if err != nil {
@@ -94,7 +95,7 @@ func runRelay(ctx context.Context, args []string) error {
 
 // pullingSource is a relay's packager source: HTTP viewers make the relay
 // pull the stream from upstream just like RTMP viewers do.
-func pullingSource(hubs *hub.Registry, up *relay.Upstream) packager.Source {
+func pullingSource(hubs *hub.Registry, up *pull.Upstream) packager.Source {
 	hubSrc := packager.HubSource{Registry: hubs}
 	return packager.SourceFunc(func(ctx context.Context, app, name string) (packager.Subscription, error) {
 		if err := up.Ensure(ctx, app, name, ""); err != nil {

@@ -167,7 +167,7 @@ func (n *node) initSecure() {
 	}
 }
 
-// upstreamCredentials is a relay's relay.UpstreamConfig.Credentials: nil
+// upstreamCredentials is a relay's pull.Config.Credentials: nil
 // (the viewer's query goes upstream, as without play authorization) unless
 // the relay has a play token secret or play keys.
 func (n *node) upstreamCredentials() func(app, name string) string {

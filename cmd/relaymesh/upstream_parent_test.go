@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/relaymesh/relaymesh/relay"
-	"github.com/relaymesh/relaymesh/relay/hub"
+	"github.com/relaymesh/relaymesh/internal/hub"
+	"github.com/relaymesh/relaymesh/relay/pull"
 )
 
 // TestHoldFromParent: a stream the orchestrator places under a parent is
@@ -30,7 +30,7 @@ func TestHoldFromParent(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	hubs := hub.NewRegistry(hub.Config{}, quietLog)
-	up, err := relay.NewUpstream(ctx, relay.UpstreamConfig{URL: "rtmp://" + m.primary.rtmp, RelayID: "test",
+	up, err := pull.New(ctx, pull.Config{URL: "rtmp://" + m.primary.rtmp, RelayID: "test",
 		BackoffMin: 50 * time.Millisecond, BackoffMax: 200 * time.Millisecond}, hubs, quietLog)
 	if err != nil {
 		t.Fatal(err)

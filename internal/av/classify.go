@@ -69,16 +69,6 @@ func nonReferenceAVC(au []byte, nalLenSize int) bool {
 	return slices > 0
 }
 
-// NALLengthSize returns the NAL unit length size declared by an AVC
-// decoder configuration record (the body of an AVC sequence header after the
-// 5-byte FLV video header), or 0 when it cannot be read.
-func NALLengthSize(seqHeaderPayload []byte) int {
-	if len(seqHeaderPayload) < 5+5 || seqHeaderPayload[0]&0x0f != CodecAVC || seqHeaderPayload[1] != 0 {
-		return 0
-	}
-	return int(seqHeaderPayload[5+4]&0x03) + 1
-}
-
 func classifyAudio(f *Frame) {
 	p := f.Payload
 	if len(p) < 1 {

@@ -37,15 +37,6 @@ func TestClassifyVideo(t *testing.T) {
 	}
 }
 
-func TestNALLengthSize(t *testing.T) {
-	if n := NALLengthSize([]byte{0x17, 0, 0, 0, 0, 1, 0x64, 0, 0x1f, 0xff, 0xe1}); n != 4 {
-		t.Fatalf("got %d", n)
-	}
-	if n := NALLengthSize([]byte{0x17, 1}); n != 0 {
-		t.Fatalf("got %d", n)
-	}
-}
-
 func TestAudioAndData(t *testing.T) {
 	if f := New(KindAudio, 0, []byte{0xaf, 0, 0x12, 0x10}, 0); !f.SeqHeader || f.Codec != CodecAAC || f.Droppable() {
 		t.Fatalf("aac seq: %v", f)
@@ -74,6 +65,20 @@ func FuzzClassify(f *testing.F) {
 			New(k, 0, p, n)
 		}
 		StripSetDataFrame(p)
-		NALLengthSize(p)
 	})
+}
+
+// TypeOf is KindOf's inverse for every kind of frame sent.
+func TestTypeOfInvertsKindOf(t *testing.T) {
+	for _, k := range []Kind{KindAudio, KindVideo, KindData} {
+		if got, ok := KindOf(TypeOf(k)); !ok || got != k {
+			t.Errorf("KindOf(TypeOf(%v)) = %v, %v", k, got, ok)
+		}
+	}
+	if k, ok := KindOf(TypeDataAMF3); !ok || k != KindData {
+		t.Errorf("AMF3 data: %v, %v", k, ok)
+	}
+	if _, ok := KindOf(20); ok || TypeOf(KindEvent) != 0 {
+		t.Error("commands and events are no media")
+	}
 }

@@ -69,7 +69,7 @@ func TestRoundTrips(t *testing.T) {
 
 func TestDecodeRejects(t *testing.T) {
 	for _, in := range []string{
-		``, `{}`, `[]`, `{"op":"explode"}`, `{"op":"open","app":"live"}`, `{"op":"open","app":"a","name":"b","x":1}`,
+		``, `{}`, `[]`, `{"op":"explode"}`, `{"op":"open","app":"live"}`,
 		`{"op":"close","app":"a","name":"b"} {}`, `{"op":"open","app":"a/b","name":"c"}`,
 		`{"op":"open","app":"a","name":"b","parent":"` + strings.Repeat("p", MaxFieldLen+1) + `"}`,
 	} {
@@ -85,6 +85,30 @@ func TestDecodeRejects(t *testing.T) {
 	}
 	if _, err := DecodeStatus(make([]byte, MaxMessageSize+1)); err == nil {
 		t.Error("oversized status accepted")
+	}
+}
+
+// A newer release may add fields (the compatibility rule of the package
+// doc): every decoder ignores what it does not know and keeps what it does.
+func TestDecodeIgnoresNewFields(t *testing.T) {
+	st, err := DecodeStatus([]byte(`{"id":"r1","viewers":3,"from_a_newer_release":{"x":[1,2]},"streams":[{"app":"live","name":"cam","viewers":3,"future":true}]}`))
+	if err != nil || st.ID != "r1" || st.Viewers != 3 || len(st.Streams) != 1 || st.Streams[0].Viewers != 3 {
+		t.Errorf("status: %+v, %v", st, err)
+	}
+	cmd, err := DecodeCommand([]byte(`{"op":"open","app":"a","name":"b","x":1}`))
+	if err != nil || cmd.App != "a" || cmd.Name != "b" {
+		t.Errorf("command: %+v, %v", cmd, err)
+	}
+	a, err := DecodeAlive([]byte(`{"id":"r1","new":"field"}`))
+	if err != nil || a.ID != "r1" {
+		t.Errorf("heartbeat: %+v, %v", a, err)
+	}
+	if _, err := DecodeLease([]byte(`{"holder":"o1","since":"2026-01-02T03:04:05Z","term":7}`)); err != nil {
+		t.Errorf("lease: %v", err)
+	}
+	// What is known is still checked.
+	if _, err := DecodeStatus([]byte(`{"id":"a.b","viewers":1,"new":1}`)); err == nil {
+		t.Error("status with a dotted id accepted because of a new field")
 	}
 }
 

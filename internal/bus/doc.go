@@ -23,4 +23,12 @@
 // the messages are small and infrequent (a status every few seconds per
 // relay, demand in batches), so compactness matters less than clarity.
 // Decoders reject oversized input, unknown versions and invalid fields.
+//
+// Compatibility: components of two releases run side by side while a mesh
+// is upgraded one node at a time, so within a subject version (v1) a
+// message may only gain fields, which older decoders ignore, and a new
+// field's zero value must mean what older senders meant by leaving it out.
+// Removing or renaming a field, changing its type or its meaning, or
+// requiring a new one is a new version of the subjects and buckets (v2),
+// which both releases must then speak during the upgrade.
 package bus

@@ -192,14 +192,15 @@ type Lease struct {
 // Encode marshals a message as compact JSON.
 func Encode(v any) ([]byte, error) { return json.Marshal(v) }
 
-// decode reads exactly one JSON object of at most MaxMessageSize bytes,
-// rejecting unknown fields.
+// decode reads exactly one JSON object of at most MaxMessageSize bytes.
+// Fields it does not know are ignored, so that a newer relay, orchestrator
+// or redirector can add fields without breaking older ones in the same mesh
+// (see the package doc's compatibility rule).
 func decode(data []byte, v any) error {
 	if len(data) > MaxMessageSize {
 		return fmt.Errorf("%w: %d bytes exceeds %d", ErrInvalid, len(data), MaxMessageSize)
 	}
 	d := json.NewDecoder(bytes.NewReader(data))
-	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}

@@ -20,7 +20,7 @@ import (
 )
 
 // Package is one package of the module as the rules see it: its path
-// relative to the module root ("relay/hub"), what it imports directly (same
+// relative to the module root ("internal/hub"), what it imports directly (same
 // form for the module's packages, full paths for others) and everything it
 // depends on (Deps, direct and indirect).
 type Package struct {
@@ -55,13 +55,13 @@ func (v Violation) String() string {
 var Module = Rules{
 	TopLevel: []string{"cmd", "ingest", "relay", "packager", "topology", "geo", "loadtest"},
 	DataPlane: []string{
-		"ingest", "relay", "packager", "internal/stream", "internal/rtmp", "internal/av",
+		"ingest", "relay", "packager", "internal/hub", "internal/serve", "internal/rtmp", "internal/av", "internal/codec",
 		"internal/amf", "internal/sharedobject", "internal/rpc",
 	},
 	ControlPlane: []string{"topology", "geo", "loadtest", "internal/bus"},
 	Bridges:      []string{"relay/agent", "internal/sharedobject/authority/kvstore"},
 	Pure: []string{
-		"internal/av", "internal/amf", "internal/sharedobject", "internal/sharedobject/access",
+		"internal/av", "internal/codec", "internal/amf", "internal/sharedobject", "internal/sharedobject/access",
 		"internal/sharedobject/authority", "internal/sharedobject/replica",
 		"topology/graph", "topology/distance", "topology/demand", "topology/placement",
 		"topology/scaling", "topology/jumphash", "topology/controller",

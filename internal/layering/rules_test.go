@@ -65,9 +65,9 @@ func TestModuleFollowsTheRules(t *testing.T) {
 // Each rule catches a planted violation, and leaves what is allowed alone.
 func TestPlantedViolations(t *testing.T) {
 	pkgs := []Package{
-		{Path: "packager", Imports: []string{"internal/stream", "topology/redirector"}},
+		{Path: "packager", Imports: []string{"internal/hub", "topology/redirector"}},
 		{Path: "relay", Imports: []string{"relay/agent"}},
-		{Path: "relay/agent", Imports: []string{"internal/bus", "internal/stream"}}, // a bridge: allowed
+		{Path: "relay/agent", Imports: []string{"internal/bus", "internal/hub"}}, // a bridge: allowed
 		{Path: "internal/rtmp", Imports: []string{"relay"}},
 		{Path: "topology/placement", Deps: []string{"topology/graph", "net/netip", "net/url"}}, // allowed
 		{Path: "topology/demand", Deps: []string{"topology/graph", "github.com/nats-io/nats.go"}},

@@ -6,6 +6,7 @@ import (
 
 // SplitAggregate calls fn for each sub-message of an aggregate message
 // (type 22): FLV tags whose timestamps are rebased on the aggregate's own.
+// Their payloads are sub-slices of m's, capacity-limited to their own bytes.
 func SplitAggregate(m Message, fn func(Message)) error {
 	p := m.Payload
 	var base uint32
@@ -24,8 +25,10 @@ func SplitAggregate(m Message, fn func(Message)) error {
 			base, first = ts, false
 		}
 		if typ == TypeAudio || typ == TypeVideo || typ == TypeDataAMF0 {
-			body := make([]byte, size)
-			copy(body, p[11:11+size])
+			// The parts share the aggregate's buffer (which, like every
+			// payload the chunk reader hands over, is the callee's and never
+			// written again): no copy.
+			body := p[11 : 11+size : 11+size]
 			fn(Message{Type: typ, StreamID: m.StreamID, Timestamp: m.Timestamp + (ts - base), Payload: body})
 		}
 		if back := binary.BigEndian.Uint32(p[11+size:]); back != uint32(11+size) {

@@ -6,9 +6,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"time"
+
+	"github.com/yutopp/go-rtmp/handshake"
 )
 
 // The server side of the RTMP handshake, in both forms clients use:
@@ -121,6 +125,35 @@ func verifyServerHandshake(c1Digest, s1, s2 []byte) error {
 	m.Write(s2[:handshakeSize-32])
 	if !bytes.Equal(s2[handshakeSize-32:], m.Sum(nil)) {
 		return fmt.Errorf("S2 signature does not verify")
+	}
+	return nil
+}
+
+// handshake runs one side of the handshake within HandshakeTimeout: the
+// server side is this file's (both forms), the client side go-rtmp's.
+func (c *Conn) handshake(server bool) error {
+	deadline := time.Now().Add(c.cfg.HandshakeTimeout)
+	_ = c.nc.SetDeadline(deadline)
+	defer c.nc.SetDeadline(time.Time{})
+	var err error
+	if server {
+		var b []byte
+		b, err = c.br.Peek(1)
+		if err == nil && b[0] != 3 {
+			return fmt.Errorf("%w: first byte 0x%02x", ErrNotRTMP, b[0])
+		}
+		if err == nil {
+			err = serverHandshake(c.br, c.nc)
+		}
+	} else {
+		err = handshake.HandshakeWithServer(c.br, c.nc, &handshake.Config{SkipHandshakeVerification: true})
+	}
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return errHandshakeTimedOut
+		}
+		return fmt.Errorf("rtmp handshake: %w", err)
 	}
 	return nil
 }

@@ -1,12 +1,17 @@
 // Package rtmp is relaymesh's RTMP connection layer: the chunk stream (a
 // bounded, fuzzed reader and a writev-batching writer), protocol control,
-// and the command state machines of servers and clients. The handshake and
-// AMF0 values come from go-rtmp and go-amf0; this package owns what those do
-// not offer: client play, shared-object and RPC messages, and encode-once
+// and the command state machines of servers and clients. The client side of
+// the handshake comes from go-rtmp and AMF0 values from go-amf0; this
+// package owns what those do not offer: the server handshake (simple and
+// digest), client play, shared-object and RPC messages, and encode-once
 // fan-out of shared frame buffers.
 package rtmp
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/relaymesh/relaymesh/internal/av"
+)
 
 // Message types (RTMP 1.0 specification, sections 5.4 and 7.1).
 const (
@@ -16,12 +21,12 @@ const (
 	TypeUserControl      = 4
 	TypeWindowAckSize    = 5
 	TypeSetPeerBandwidth = 6
-	TypeAudio            = 8
-	TypeVideo            = 9
-	TypeDataAMF3         = 15
+	TypeAudio            = av.TypeAudio
+	TypeVideo            = av.TypeVideo
+	TypeDataAMF3         = av.TypeDataAMF3
 	TypeSharedObjectAMF3 = 16
 	TypeCommandAMF3      = 17
-	TypeDataAMF0         = 18
+	TypeDataAMF0         = av.TypeDataAMF0
 	TypeSharedObjectAMF0 = 19
 	TypeCommandAMF0      = 20
 	TypeAggregate        = 22

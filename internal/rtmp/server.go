@@ -50,8 +50,8 @@ type StreamRequest struct {
 
 // Publisher receives the media and data messages a broadcaster sends.
 type Publisher interface {
-	Write(kind av.Kind, ts uint32, payload []byte) // payload belongs to the callee
-	Close()                                        // the broadcaster stopped or left
+	FrameWriter
+	Close() // the broadcaster stopped or left
 }
 
 // Handler decides what a server connection may do. Methods are called from
@@ -199,12 +199,6 @@ func (s *Session) loop(ctx context.Context, h Handler) error {
 			if err := s.command(ctx, h, cmd, m); err != nil {
 				return err
 			}
-		case TypeAudio, TypeVideo, TypeDataAMF0, TypeDataAMF3:
-			s.media(m)
-		case TypeAggregate:
-			if err := SplitAggregate(m, func(sub Message) { s.media(sub) }); err != nil {
-				s.Log.Debug("bad aggregate message dropped", "err", err)
-			}
 		case TypeSharedObjectAMF0, TypeSharedObjectAMF3:
 			if s.Connect == nil {
 				return protocolErr("shared object message before connect")
@@ -212,30 +206,25 @@ func (s *Session) loop(ctx context.Context, h Handler) error {
 			h.Message(ctx, s, m)
 		case TypeUserControl:
 		default:
-			s.Log.Debug("unknown message type ignored", "type", m.Type)
+			if media, err := EachFrame(m, s.publisher(m.StreamID)); err != nil {
+				s.Log.Debug("bad aggregate message: the rest dropped", "err", err)
+			} else if !media {
+				s.Log.Debug("unknown message type ignored", "type", m.Type)
+			}
 		}
 	}
 }
 
-func (s *Session) media(m Message) {
+// publisher returns where the media of message stream id goes: its
+// publisher's Write, or nowhere when that stream is not publishing.
+func (s *Session) publisher(id uint32) FrameWriter {
 	s.mu.Lock()
-	p := s.publishers[m.StreamID]
+	p := s.publishers[id]
 	s.mu.Unlock()
 	if p == nil {
-		return // media on a stream that is not publishing: ignore
+		return noMedia{} // media on a stream that is not publishing: ignore
 	}
-	switch m.Type {
-	case TypeAudio:
-		p.Write(av.KindAudio, m.Timestamp, m.Payload)
-	case TypeVideo:
-		p.Write(av.KindVideo, m.Timestamp, m.Payload)
-	case TypeDataAMF3:
-		if len(m.Payload) > 1 {
-			p.Write(av.KindData, m.Timestamp, av.StripSetDataFrame(m.Payload[1:]))
-		}
-	default:
-		p.Write(av.KindData, m.Timestamp, av.StripSetDataFrame(m.Payload))
-	}
+	return p
 }
 
 func (s *Session) result(txid float64, values ...any) error {

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/relaymesh/relaymesh/internal/av"
-	"github.com/relaymesh/relaymesh/relay"
-	"github.com/relaymesh/relaymesh/relay/hub"
+	"github.com/relaymesh/relaymesh/internal/hub"
+	"github.com/relaymesh/relaymesh/internal/serve"
 )
 
 var (
@@ -42,7 +42,7 @@ func startServer(t *testing.T) *testServer {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &testServer{addr: ln.Addr().String(), hub: reg.Acquire("live", "test"), cancel: cancel, done: make(chan struct{})}
-	srv := &relay.Server{Handler: relay.NewHandler(relay.Options{Hubs: reg, Log: log}), Log: log}
+	srv := &serve.Server{Handler: serve.NewHandler(serve.Options{Hubs: reg, Log: log}), Log: log}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {

@@ -21,7 +21,7 @@ import (
 )
 
 // Puller is the part of the relay's upstream the agent drives
-// (*relay.Upstream implements it).
+// (*pull.Upstream implements it).
 type Puller interface {
 	// Hold pulls app/name from parent (rtmp://host:port; "" for the
 	// configured upstream) and keeps it until Release; it returns once the

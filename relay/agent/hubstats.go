@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/relaymesh/relaymesh/internal/bus"
-	"github.com/relaymesh/relaymesh/relay/hub"
+	"github.com/relaymesh/relaymesh/internal/hub"
 )
 
 // HTTPFunc returns the HLS and DASH audience of the streams served over

@@ -8,7 +8,7 @@ import (
 
 	"github.com/relaymesh/relaymesh/internal/av"
 	"github.com/relaymesh/relaymesh/internal/bus"
-	"github.com/relaymesh/relaymesh/relay/hub"
+	"github.com/relaymesh/relaymesh/internal/hub"
 )
 
 func TestStatsCountEveryProtocol(t *testing.T) {

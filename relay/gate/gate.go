@@ -139,7 +139,7 @@ func (g *Gate) key(app, name string) (string, bool) {
 
 // Credentials is the query a relay plays app/name with from its upstream:
 // a fresh token of its own when it has a token secret, else the play key of
-// the stream, else nothing. It is relay.UpstreamConfig.Credentials.
+// the stream, else nothing. It is pull.Config.Credentials.
 func (g *Gate) Credentials(app, name string) string {
 	if g == nil {
 		return ""

@@ -130,7 +130,7 @@ func (r *Relay) upstreamHost() (string, bool) {
 	return r.host, r.tls
 }
 
-// Connected registers a connection at connect (relay.Sessions): a client
+// Connected registers a connection at connect (serve.Sessions): a client
 // of an explicit scope, app/instance, opens the scope's link at once, so
 // server-to-client calls reach it.
 func (r *Relay) Connected(ss *rtmp.Session, req *rtmp.ConnectRequest) {

@@ -132,7 +132,7 @@ func (s *Server) handler(method string) HandlerFunc {
 	return s.handlers[method]
 }
 
-// Connected registers a connection at connect (relay.Sessions), so that
+// Connected registers a connection at connect (serve.Sessions), so that
 // server-to-client calls reach clients that never used a shared object.
 func (s *Server) Connected(ss *rtmp.Session, req *rtmp.ConnectRequest) { s.add(ss, req) }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 
 	"github.com/relaymesh/relaymesh/internal/av"
+	"github.com/relaymesh/relaymesh/internal/codec"
 )
 
 // MaxTagSize bounds one tag body. FLV allows 16 MiB; a tag bigger than this
@@ -75,21 +76,14 @@ func (r *Reader) Next() (*av.Frame, error) {
 		if _, err := io.ReadFull(r.r, body); err != nil {
 			return nil, fmt.Errorf("%w: tag body: %v", ErrFormat, err)
 		}
-		var kind av.Kind
-		switch typ {
-		case 8:
-			kind = av.KindAudio
-		case 9:
-			kind = av.KindVideo
-		case 18:
-			kind = av.KindData
-		default:
+		kind, ok := av.KindOf(typ)
+		if !ok || typ == av.TypeDataAMF3 { // FLV files carry AMF0 data only
 			continue
 		}
 		f := av.Wrap(kind, ts, body, r.nalLen)
 		if f.Kind == av.KindVideo && f.SeqHeader {
-			if n := av.NALLengthSize(body); n > 0 {
-				r.nalLen = n
+			if c, err := codec.ParseAVC(body); err == nil {
+				r.nalLen = c.NALLengthSize
 			}
 		}
 		return f, nil

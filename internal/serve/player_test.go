@@ -1,12 +1,12 @@
-package relay
+package serve
 
 import (
 	"testing"
 	"time"
 
 	"github.com/relaymesh/relaymesh/internal/av"
+	"github.com/relaymesh/relaymesh/internal/hub"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
-	"github.com/relaymesh/relaymesh/relay/hub"
 )
 
 // The hub's reasons for closing a viewer reach the connection's close log

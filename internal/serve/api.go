@@ -1,11 +1,11 @@
-package relay
+package serve
 
 import (
 	"net/http"
 
 	"github.com/relaymesh/relaymesh/internal/audience"
 	"github.com/relaymesh/relaymesh/internal/httpserver"
-	"github.com/relaymesh/relaymesh/relay/hub"
+	"github.com/relaymesh/relaymesh/internal/hub"
 )
 
 // StreamView is one stream of /api/v1/streams: the hub's Info, with viewers

@@ -1,4 +1,4 @@
-package relay
+package pull
 
 import (
 	"context"
@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relaymesh/relaymesh/internal/hub"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
-	"github.com/relaymesh/relaymesh/relay/hub"
+	"github.com/relaymesh/relaymesh/internal/serve"
 )
 
 // A relay whose upstream accepts connections and never answers tells its
@@ -38,11 +39,11 @@ func TestPlayWithSilentUpstreamAnswersNotFound(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	hubs := hub.NewRegistry(hub.Config{}, nil)
-	up, err := NewUpstream(ctx, UpstreamConfig{URL: "rtmp://" + ln.Addr().String(), StartTimeout: 300 * time.Millisecond}, hubs, slog.New(slog.DiscardHandler))
+	up, err := New(ctx, Config{URL: "rtmp://" + ln.Addr().String(), StartTimeout: 300 * time.Millisecond}, hubs, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := NewHandler(Options{Hubs: hubs, Upstream: up})
+	h := serve.NewHandler(serve.Options{Hubs: hubs, Upstream: up})
 	start := time.Now()
 	_, err = h.Play(ctx, &rtmp.Session{}, &rtmp.StreamRequest{App: "live", Name: "cam"})
 	var st rtmp.Status

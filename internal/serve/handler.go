@@ -1,12 +1,12 @@
-package relay
+package serve
 
 import (
 	"context"
 	"log/slog"
 	"time"
 
+	"github.com/relaymesh/relaymesh/internal/hub"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
-	"github.com/relaymesh/relaymesh/relay/hub"
 )
 
 // PublishFunc accepts or refuses a broadcaster (the primary's ingest).
@@ -30,7 +30,7 @@ type Sessions interface {
 // Options configure the RTMP side of a primary or a relay.
 type Options struct {
 	Hubs     *hub.Registry
-	Upstream *Upstream   // relays: where streams are pulled from; nil on the primary
+	Upstream Puller      // relays: where streams are pulled from; nil on the primary
 	Publish  PublishFunc // the primary: accepts broadcasters; nil on relays (publish refused)
 	Sessions Sessions    // shared objects and RPC; optional
 	// Grace keeps viewers connected after the broadcaster stops, waiting for
@@ -124,4 +124,12 @@ func (h *Handler) Closed(s *rtmp.Session, err error) {
 	if h.o.Sessions != nil {
 		h.o.Sessions.Closed(s)
 	}
+}
+
+// Puller brings a stream into the hubs before a viewer plays it: a relay's
+// upstream pulls (package relay/pull). The primary has none.
+type Puller interface {
+	// Ensure returns once app/name is pulled (or being pulled and live),
+	// or with the reason it cannot be; query is the player's (a play token).
+	Ensure(ctx context.Context, app, name, query string) error
 }

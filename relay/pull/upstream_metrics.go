@@ -1,4 +1,4 @@
-package relay
+package pull
 
 import "github.com/prometheus/client_golang/prometheus"
 

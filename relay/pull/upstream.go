@@ -1,4 +1,4 @@
-package relay
+package pull
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 
 	"github.com/relaymesh/relaymesh/internal/amf"
 	"github.com/relaymesh/relaymesh/internal/av"
+	"github.com/relaymesh/relaymesh/internal/hub"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
-	"github.com/relaymesh/relaymesh/relay/hub"
 )
 
-// UpstreamConfig says where and how a relay pulls its streams.
-type UpstreamConfig struct {
+// Config says where and how a relay pulls its streams.
+type Config struct {
 	// URL of the upstream server, rtmp://host:port (the primary or another
 	// relay). The viewer's app and stream name are appended.
 	URL string
@@ -39,7 +39,7 @@ type UpstreamConfig struct {
 }
 
 // WithDefaults fills zero fields.
-func (c UpstreamConfig) WithDefaults() UpstreamConfig {
+func (c Config) WithDefaults() Config {
 	if c.Linger <= 0 {
 		c.Linger = 30 * time.Second
 	}
@@ -59,7 +59,7 @@ func (c UpstreamConfig) WithDefaults() UpstreamConfig {
 // local viewers, started by the first and kept while viewers remain (plus
 // Linger), reconnecting with backoff when the upstream drops.
 type Upstream struct {
-	cfg  UpstreamConfig
+	cfg  Config
 	hubs *hub.Registry
 	log  *slog.Logger
 	ctx  context.Context
@@ -71,8 +71,8 @@ type Upstream struct {
 	reconnects atomic.Uint64 // attempts after a pull's first (UpstreamReconnects)
 }
 
-// NewUpstream returns a puller that writes into hubs. ctx bounds every pull.
-func NewUpstream(ctx context.Context, cfg UpstreamConfig, hubs *hub.Registry, log *slog.Logger) (*Upstream, error) {
+// New returns a puller that writes into hubs. ctx bounds every pull.
+func New(ctx context.Context, cfg Config, hubs *hub.Registry, log *slog.Logger) (*Upstream, error) {
 	cfg = cfg.WithDefaults()
 	u := &Upstream{cfg: cfg, hubs: hubs, log: log.With("component", "upstream"), ctx: ctx, pulls: map[string]*pull{}}
 	if err := u.SetURL(cfg.URL); err != nil {
@@ -129,8 +129,8 @@ type pull struct {
 	unpublished bool
 }
 
-// PullInfo describes a running pull for the API.
-type PullInfo struct {
+// Info describes a running pull for the API.
+type Info struct {
 	App      string `json:"app"`
 	Name     string `json:"name"`
 	Upstream string `json:"upstream"`
@@ -143,12 +143,12 @@ type PullInfo struct {
 }
 
 // Pulls lists the running pulls.
-func (u *Upstream) Pulls() []PullInfo {
+func (u *Upstream) Pulls() []Info {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	out := make([]PullInfo, 0, len(u.pulls))
+	out := make([]Info, 0, len(u.pulls))
 	for _, p := range u.pulls {
-		pi := PullInfo{App: p.app, Name: p.name, Upstream: p.from, Live: p.hub.Live(), Held: p.hold, Playing: p.playing}
+		pi := Info{App: p.app, Name: p.name, Upstream: p.from, Live: p.hub.Live(), Held: p.hold, Playing: p.playing}
 		if p.lastErr != nil {
 			pi.LastError = p.lastErr.Error()
 		}
@@ -407,30 +407,13 @@ func (p *pull) once(ctx context.Context, url rtmp.URL, onStart func()) (bool, er
 	p.u.mu.Unlock()
 	p.log.Info("pulling from upstream", "upstream", url.Host)
 	cc.SetReadTimeout(0)
-	addr := url.Host
+	frames := &upstreamFrames{p: p, cc: cc, addr: url.Host}
 	for {
 		m, err := cc.ReadMessage()
 		if err != nil {
 			return true, err
 		}
 		switch m.Type {
-		case rtmp.TypeAudio, rtmp.TypeVideo, rtmp.TypeDataAMF0:
-			kind := av.KindAudio
-			if m.Type == rtmp.TypeVideo {
-				kind = av.KindVideo
-			} else if m.Type == rtmp.TypeDataAMF0 {
-				kind = av.KindData
-				if playOnlyData(m.Payload) {
-					continue
-				}
-			}
-			if !p.hub.Live() {
-				p.setUnpublished(false)
-				p.hub.Begin(hub.PublisherInfo{Addr: addr, ID: "upstream"})
-				// A silent live upstream is a dead one.
-				cc.SetReadTimeout(20 * time.Second)
-			}
-			p.hub.Write(kind, m.Timestamp, m.Payload)
 		case rtmp.TypeCommandAMF0:
 			cmd, err := rtmp.ParseCommand(m)
 			if err != nil || cmd.Name != "onStatus" {
@@ -447,8 +430,33 @@ func (p *pull) once(ctx context.Context, url rtmp.URL, onStart func()) (bool, er
 			case rtmp.CodePlayStreamNotFound, rtmp.CodePlayFailed, rtmp.CodePlayInsufficientBW:
 				return true, st
 			}
+		default:
+			if _, err := rtmp.EachFrame(m, frames); err != nil {
+				p.log.Debug("bad aggregate message from upstream: the rest dropped", "err", err)
+			}
 		}
 	}
+}
+
+// upstreamFrames writes an upstream's frames into the pull's hub: the first
+// one begins the hub's publish (and from then a silent upstream is a dead
+// one); the data messages a server sends each player are not the stream's.
+type upstreamFrames struct {
+	p    *pull
+	cc   *rtmp.ClientConn
+	addr string
+}
+
+func (w *upstreamFrames) Write(kind av.Kind, ts uint32, payload []byte) {
+	if kind == av.KindData && playOnlyData(payload) {
+		return
+	}
+	if !w.p.hub.Live() {
+		w.p.setUnpublished(false)
+		w.p.hub.Begin(hub.PublisherInfo{Addr: w.addr, ID: "upstream"})
+		w.cc.SetReadTimeout(20 * time.Second)
+	}
+	w.p.hub.Write(kind, ts, payload)
 }
 
 // playOnlyData reports data messages an upstream sends to each player, not

@@ -1,4 +1,4 @@
-package relay
+package pull
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/relaymesh/relaymesh/relay/hub"
+	"github.com/relaymesh/relaymesh/internal/hub"
 )
 
 // A held stream whose upstream does not answer makes HeldHealth fail and
@@ -25,7 +25,7 @@ func TestUpstreamHeldHealth(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	u, err := NewUpstream(ctx, UpstreamConfig{URL: "rtmp://" + dead, RelayID: "r1", BackoffMin: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond},
+	u, err := New(ctx, Config{URL: "rtmp://" + dead, RelayID: "r1", BackoffMin: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond},
 		hub.NewRegistry(hub.Config{}.WithDefaults(), log), log)
 	if err != nil {
 		t.Fatal(err)

@@ -13,5 +13,3 @@ var (
 	// ErrClosed: the subscriber was closed by its owner (Close).
 	ErrClosed = errors.New("hub: subscriber closed")
 )
-
-var errBadSPS = errors.New("hub: malformed SPS")

@@ -1,12 +1,10 @@
 package hub
 
 import (
-	"encoding/binary"
 	"strconv"
 
-	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
-
 	"github.com/relaymesh/relaymesh/internal/av"
+	"github.com/relaymesh/relaymesh/internal/codec"
 )
 
 // streamParams describe the current session's media for Info.
@@ -16,17 +14,16 @@ type streamParams struct {
 	metaWidth, metaHeight  int // from onMetaData, used when the SPS says nothing
 }
 
-// observe updates the parameters from a frame the publisher wrote.
-func (p *streamParams) observe(f *av.Frame) {
+// observe updates the parameters from a frame the publisher wrote (and the
+// AVC configuration read from it, when it is a valid AVC sequence header).
+func (p *streamParams) observe(f *av.Frame, avc *codec.AVC) {
 	switch f.Kind {
 	case av.KindVideo:
 		if len(f.Payload) > 0 && (p.videoCodec == "" || f.SeqHeader) {
 			p.videoCodec = videoCodecName(f.Codec)
 		}
-		if f.SeqHeader && f.Codec == av.CodecAVC {
-			if w, h, ok := avcVideoSize(f.Payload); ok {
-				p.width, p.height = w, h
-			}
+		if avc != nil {
+			p.width, p.height = avc.Width, avc.Height
 		}
 	case av.KindAudio:
 		if len(f.Payload) > 0 && (p.audioCodec == "" || f.SeqHeader) {
@@ -88,49 +85,4 @@ func audioCodecName(id uint8) string {
 		return "speex"
 	}
 	return "flv-audio-" + strconv.Itoa(int(id))
-}
-
-// avcVideoSize reads the picture size from the first SPS of an AVC sequence
-// header (FLV video tag body: 5-byte header, then an
-// AVCDecoderConfigurationRecord).
-func avcVideoSize(payload []byte) (w, h int, ok bool) {
-	sps := firstSPS(payload)
-	if sps == nil {
-		return 0, 0, false
-	}
-	var s h264.SPS
-	if err := unmarshalSPS(&s, sps); err != nil {
-		return 0, 0, false
-	}
-	w, h = s.Width(), s.Height()
-	if w <= 0 || h <= 0 || w > 1<<16 || h > 1<<16 {
-		return 0, 0, false
-	}
-	return w, h, true
-}
-
-// unmarshalSPS guards the hub against a decoder panic on a hostile SPS.
-func unmarshalSPS(s *h264.SPS, b []byte) (err error) {
-	defer func() {
-		if recover() != nil {
-			err = errBadSPS
-		}
-	}()
-	return s.Unmarshal(b)
-}
-
-// firstSPS returns the first SPS NAL unit of an AVC sequence header, or nil.
-func firstSPS(payload []byte) []byte {
-	if len(payload) < 5+6 || payload[1] != 0 {
-		return nil
-	}
-	rec := payload[5:]
-	if rec[0] != 1 || rec[5]&0x1f == 0 || len(rec) < 8 {
-		return nil
-	}
-	n := int(binary.BigEndian.Uint16(rec[6:8]))
-	if n == 0 || 8+n > len(rec) {
-		return nil
-	}
-	return rec[8 : 8+n]
 }

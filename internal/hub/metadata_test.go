@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/relaymesh/relaymesh/internal/av"
 )
 
 // seed reads a []byte corpus file of a fuzz target.
@@ -48,13 +50,21 @@ func TestMetadataVideoSize(t *testing.T) {
 	}
 }
 
-func TestAVCVideoSize(t *testing.T) {
-	if w, h, ok := avcVideoSize(avcSeq); !ok || w != 640 || h != 360 {
-		t.Fatalf("got %dx%d %v", w, h, ok)
+// The picture size comes from the AVC configuration (read by internal/codec,
+// as the packager reads it) and beats what onMetaData claims; a broken
+// sequence header leaves the metadata's size.
+func TestInfoSizeFromSequenceHeader(t *testing.T) {
+	r := newTestRegistry(Config{})
+	h := r.Acquire("live", "size")
+	defer h.Release()
+	h.Begin(PublisherInfo{ID: "one"})
+	h.Write(av.KindData, 0, amfMeta(1920, 1080))
+	h.Write(av.KindVideo, 0, []byte{0x17, 0, 0, 0, 0, 1, 0x4d, 0x40, 0x1e, 0xff, 0xe1, 0, 24}) // truncated
+	if in := h.Info(); in.Width != 1920 || in.Height != 1080 {
+		t.Fatalf("after a broken header: %dx%d, want the metadata's 1920x1080", in.Width, in.Height)
 	}
-	for _, name := range []string{"truncated", "no-sps"} {
-		if _, _, ok := avcVideoSize(seed(t, "FuzzAVCVideoSize", name)); ok {
-			t.Errorf("%s: size from a broken header", name)
-		}
+	h.Write(av.KindVideo, 0, avcSeq)
+	if in := h.Info(); in.Width != 640 || in.Height != 360 || in.VideoCodec != "h264" {
+		t.Fatalf("after the sequence header: %dx%d %s, want 640x360 h264", in.Width, in.Height, in.VideoCodec)
 	}
 }

@@ -1,4 +1,4 @@
-package relay
+package serve
 
 import (
 	"errors"
@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/relaymesh/relaymesh/internal/av"
+	"github.com/relaymesh/relaymesh/internal/hub"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
-	"github.com/relaymesh/relaymesh/relay/hub"
 )
 
 // viewer adapts a hub subscriber to the RTMP connection's media source. It

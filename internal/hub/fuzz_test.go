@@ -20,16 +20,6 @@ func FuzzMetadataVideoSize(f *testing.F) {
 	})
 }
 
-func FuzzAVCVideoSize(f *testing.F) {
-	f.Add(avcSeq)
-	f.Fuzz(func(t *testing.T, p []byte) {
-		w, h, ok := avcVideoSize(p)
-		if ok && (w < 1 || h < 1 || w > 1<<16 || h > 1<<16) {
-			t.Fatalf("size %dx%d", w, h)
-		}
-	})
-}
-
 // FuzzHub drives a hub with a script of operations read from the input and
 // checks that a viewer and a lossless subscriber that stay subscribed account
 // for every frame offered to them: sent + dropped + queued = offered.

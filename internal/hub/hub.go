@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/relaymesh/relaymesh/internal/av"
+	"github.com/relaymesh/relaymesh/internal/codec"
 )
 
 // PublisherInfo identifies the publishing session of a hub.
@@ -158,9 +159,10 @@ func (h *Hub) Write(kind av.Kind, ts uint32, payload []byte) {
 		return
 	}
 	ts = h.rebase(ts)
+	var avc *codec.AVC // a new AVC configuration, read once for the frames' NAL length and Info
 	if kind == av.KindVideo && len(payload) > 1 && payload[0]&0x0f == av.CodecAVC && payload[1] == 0 {
-		if n := av.NALLengthSize(payload); n != 0 {
-			h.nalLen = n
+		if c, err := codec.ParseAVC(payload); err == nil {
+			h.nalLen, avc = c.NALLengthSize, c
 		}
 	}
 	f := av.Wrap(kind, ts, payload, h.nalLen)
@@ -174,7 +176,7 @@ func (h *Hub) Write(kind av.Kind, ts uint32, payload []byte) {
 	default:
 		h.gop.add(f)
 	}
-	h.params.observe(f)
+	h.params.observe(f, avc)
 	h.rate.add(ts, len(payload))
 	h.framesIn++
 	h.bytesIn += uint64(len(payload))

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/relaymesh/relaymesh/internal/av"
-	"github.com/relaymesh/relaymesh/relay/hub"
+	"github.com/relaymesh/relaymesh/internal/hub"
 )
 
 // A publisher writes a stream into its hub; a viewer that subscribes later

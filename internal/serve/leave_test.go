@@ -1,4 +1,4 @@
-package relay
+package serve
 
 import "testing"
 

@@ -1,0 +1,83 @@
+package rtmp
+
+import (
+	"encoding/binary"
+	"time"
+)
+
+// ReadMessage returns the next message that is not protocol control.
+// Protocol control (chunk size, acknowledgements, window, ping) is handled
+// here. Every call waits at most ReadTimeout for the peer.
+func (c *Conn) ReadMessage() (Message, error) {
+	for {
+		if d := time.Duration(c.readTimeout.Load()); d > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(d))
+		} else {
+			_ = c.nc.SetReadDeadline(time.Time{})
+		}
+		m, err := c.reader.ReadMessage()
+		if err != nil {
+			return m, err
+		}
+		n := c.reader.BytesRead()
+		c.BytesIn.Store(n)
+		if w := uint64(c.peerWindow.Load()); w > 0 && n-c.lastAck >= w {
+			c.lastAck = n
+			_ = c.Send(ackMessage(uint32(n)))
+		}
+		if m.StreamID == 0 || m.Type <= TypeSetPeerBandwidth {
+			handled, err := c.control(m)
+			if err != nil {
+				return m, err
+			}
+			if handled {
+				continue
+			}
+		}
+		return m, nil
+	}
+}
+
+func (c *Conn) control(m Message) (bool, error) {
+	p := m.Payload
+	switch m.Type {
+	case TypeSetChunkSize:
+		if len(p) < 4 {
+			return true, protocolErr("short set chunk size")
+		}
+		return true, c.reader.SetChunkSize(binary.BigEndian.Uint32(p) & 0x7fffffff)
+	case TypeAbort:
+		if len(p) >= 4 {
+			c.reader.Abort(binary.BigEndian.Uint32(p))
+		}
+		return true, nil
+	case TypeAck:
+		return true, nil
+	case TypeWindowAckSize:
+		if len(p) >= 4 {
+			c.peerWindow.Store(binary.BigEndian.Uint32(p))
+		}
+		return true, nil
+	case TypeSetPeerBandwidth:
+		// Answer with our window, as servers expect from a client.
+		if len(p) >= 4 {
+			_ = c.Send(windowAckMessage(c.cfg.WindowAckSize))
+		}
+		return true, nil
+	case TypeUserControl:
+		if len(p) >= 6 && binary.BigEndian.Uint16(p) == EventPingRequest {
+			resp := make([]byte, 6)
+			binary.BigEndian.PutUint16(resp, EventPingResponse)
+			copy(resp[2:], p[2:6])
+			_ = c.Send(Message{Type: TypeUserControl, Payload: resp})
+		}
+		return false, nil // stream begin/EOF are interesting to clients
+	}
+	return false, nil
+}
+
+// readBuffer is the size of a connection's read buffer. Viewers send
+// little (a thousand of them would keep 4 MiB in 4 KiB buffers); a
+// publisher's large chunks bypass the buffer (bufio reads straight into the
+// message when the buffer is empty and the read is larger).
+const readBuffer = 1 << 10
