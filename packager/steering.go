@@ -2,6 +2,7 @@ package packager
 
 import (
 	"strings"
+	"time"
 
 	m "github.com/Eyevinn/dash-mpd/mpd"
 )
@@ -133,8 +134,23 @@ func (st *stream) steerMPD(mpd *m.MPD, dir string) {
 	mpd.ContentSteering = &m.ContentSteeringType{DefaultServiceLocation: s.Pathway, Value: s.DASH}
 	if mpd.Type != nil && *mpd.Type == m.DYNAMIC_TYPE && len(mpd.Periods) > 0 {
 		reloadEvent(mpd.Periods[len(mpd.Periods)-1])
+		// Buffer for a move: dash.js retries a dead server's segment at
+		// the same URL (3 × 1 s by default) before it takes the next
+		// server, and plays suggestedPresentationDelay behind the wall
+		// clock, where the newest listed segment is up to a segment and
+		// the hops behind already: with a delay of the longest segment
+		// plus those retries it has them buffered (with 2 s segments 5 s
+		// instead of 4 s; low-latency DASH players follow the
+		// ServiceDescription instead).
+		if spd, sd := mpd.SuggestedPresentationDelay, mpd.MaxSegmentDuration; spd != nil && sd != nil && time.Duration(*spd) < time.Duration(*sd)+deadServerRetries {
+			mpd.SuggestedPresentationDelay = m.Ptr(m.Duration(time.Duration(*sd) + deadServerRetries))
+		}
 	}
 }
+
+// deadServerRetries is how long dash.js's default retries of a failed
+// segment last (3 attempts, 1 s apart).
+const deadServerRetries = 3 * time.Second
 
 // MPD reload events (ISO/IEC 23009-1 5.10.4, scheme
 // urn:mpeg:dash:event:2012, value 1) in the live Period: a player that
