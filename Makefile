@@ -10,6 +10,8 @@ PEER_DURATION ?= 20s
 # The bare fan-out program, measured beside the servers when it is checked
 # out next to the repository (bench-peer skips that column without it).
 FLOOR_DIR     ?= ../shared/bench/fanlimit
+# A directory for CPU and heap profiles of the relay in each window (none: no profiles).
+PEER_PROFILE  ?=
 # Extra linker flags of make build (the container build sets the revision).
 LDFLAGS   ?=
 IMAGE     ?= relaymesh:latest
@@ -24,6 +26,12 @@ DRILL_HLS_VIEWERS       ?= 20
 DRILL_RECONNECT_VIEWERS ?= 20
 # Where `make drills` writes its table (DRILL_REPORT= for none, e.g. small runs).
 DRILL_REPORT            ?= docs/reliability.md
+DRILL_TIMEOUT           ?= 14m
+# The drills inside `make test`: the same six drills with fewer viewers (a
+# share of the suite's time on a two-core CI machine), no report written.
+TEST_DRILL_RTMP_VIEWERS      ?= 60
+TEST_DRILL_HLS_VIEWERS       ?= 6
+TEST_DRILL_RECONNECT_VIEWERS ?= 6
 
 # The pure packages (no network code; internal/layering's test checks this
 # list against its own): vetted for Windows too, as `make cross` does.
@@ -56,23 +64,27 @@ cross:
 	GOOS=windows $(GO) vet $(PURE_PKGS)
 
 # The whole suite: vet, race-enabled tests (including the end-to-end tests
-# with ffmpeg, rtmpdump and Chromium), then every fuzz target briefly. The
-# multi-host drills run apart (make drills) until they pass run after run on
-# a loaded two-core machine (docs/reliability.md).
+# with ffmpeg, rtmpdump and Chromium), every fuzz target briefly, then the
+# multi-host drills with fewer viewers (TEST_DRILL_*; about 3.5 minutes),
+# writing no report. Without root or iproute2 the drills skip with a
+# message; with CI=true they must run.
 test: vet cross build
 	$(GO) test -race -timeout 15m $(PKGS)
 	$(MAKE) --no-print-directory fuzz-brief FUZZTIME=$(TESTFUZZTIME)
-	@echo "drills: run apart with make drills (needs root and iproute2); not yet part of make test"
+	@echo "drills: $(TEST_DRILL_RTMP_VIEWERS) RTMP, $(TEST_DRILL_HLS_VIEWERS) HLS and $(TEST_DRILL_RECONNECT_VIEWERS) reconnecting viewers, no report (make drills runs them at full counts and writes docs/reliability.md; they need root and iproute2)"
+	$(MAKE) --no-print-directory drills DRILL_REPORT= DRILL_TIMEOUT=8m \
+	  DRILL_RTMP_VIEWERS=$(TEST_DRILL_RTMP_VIEWERS) DRILL_HLS_VIEWERS=$(TEST_DRILL_HLS_VIEWERS) \
+	  DRILL_RECONNECT_VIEWERS=$(TEST_DRILL_RECONNECT_VIEWERS)
 
 # The multi-host drills: every node in a network namespace of its own, faults
 # injected, figures checked against thresholds and written to
-# docs/reliability.md. Needs root and iproute2: skips with a message
-# otherwise, fails in CI.
+# docs/reliability.md (DRILL_REPORT). Needs root and iproute2: skips with a
+# message otherwise, fails when CI=true.
 drills: build
 	RELAYMESH_DRILLS=1 RELAYMESH_BIN=$(abspath $(BIN)) DRILL_REPORT=$(if $(DRILL_REPORT),$(abspath $(DRILL_REPORT))) \
 	DRILL_RTMP_VIEWERS=$(DRILL_RTMP_VIEWERS) DRILL_HLS_VIEWERS=$(DRILL_HLS_VIEWERS) \
 	DRILL_RECONNECT_VIEWERS=$(DRILL_RECONNECT_VIEWERS) \
-	$(GO) test -count=1 -v -timeout 14m -run '^TestDrills$$' ./loadtest/drills
+	$(GO) test -count=1 -v -timeout $(DRILL_TIMEOUT) -run '^TestDrills$$' ./loadtest/drills
 
 fuzz-brief fuzz:
 	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
@@ -97,7 +109,7 @@ bench-peer: build
 	@command -v nginx >/dev/null 2>&1 && [ -e /usr/lib/nginx/modules/ngx_rtmp_module.so ] || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx libnginx-mod-rtmp; }
 	@command -v ffmpeg >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg; }
-	./$(BIN) loadtest peer --viewers $(PEER_VIEWERS) --duration $(PEER_DURATION) --floor $(FLOOR_DIR)
+	./$(BIN) loadtest peer --viewers $(PEER_VIEWERS) --duration $(PEER_DURATION) --floor $(FLOOR_DIR) $(if $(PEER_PROFILE),--profile $(abspath $(PEER_PROFILE)))
 
 # HLS serving: a relaymesh relay vs an nginx-rtmp edge with hls on, plain
 # HLS clients (playlists every 0.5 s, each whole segment once) on both at

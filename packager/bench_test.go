@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // benchFrames is a minute of a synthetic 25 fps stream with AAC audio
@@ -42,7 +43,9 @@ func BenchmarkPackage(b *testing.B) {
 // cost is per request, nothing is copied or encoded per viewer.
 func BenchmarkServePart(b *testing.B) {
 	src := newPushSource()
-	p, err := New(src, Config{Logger: discardLogger()})
+	// The test stream sends its frames once: without a long end grace it
+	// ends, and is stopped, in a run longer than the default grace.
+	p, err := New(src, Config{Logger: discardLogger(), EndGrace: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -87,7 +90,9 @@ func (w *discardWriter) WriteHeader(c int)           { w.code = c }
 // the real net/http response writer.
 func BenchmarkServeSegment(b *testing.B) {
 	src := newPushSource()
-	p, err := New(src, Config{Logger: discardLogger()})
+	// The test stream sends its frames once: without a long end grace it
+	// ends, and is stopped, in a run longer than the default grace.
+	p, err := New(src, Config{Logger: discardLogger(), EndGrace: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}

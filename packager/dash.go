@@ -103,7 +103,7 @@ func (st *stream) renderMPD(base, dir string, number bool) ([]byte, error) {
 	segMin := st.p.cfg.SegmentMinDuration
 	ast := st.ast
 	if ast.IsZero() {
-		ast = st.p.now().Add(-time.Duration(st.seg.lastVideo) * time.Millisecond)
+		ast = st.p.now().Add(-time.Duration(st.seg.lastVideoTime()) * time.Millisecond)
 	}
 	var window time.Duration
 	for _, seg := range segs {
@@ -125,7 +125,7 @@ func (st *stream) renderMPD(base, dir string, number bool) ([]byte, error) {
 		mpd.TimeShiftBufferDepth = dur(window)
 		mpd.SuggestedPresentationDelay = dur(max(3*segMin, 2*st.segMax))
 		if number {
-			numberDelays(mpd, st.seg.segs, st.segMax)
+			numberDelays(mpd, st.seg.kept(), st.segMax)
 		}
 		mpd.UTCTimings = []*m.DescriptorType{{SchemeIdUri: dashTimeScheme, Value: base + "/dash/time"}}
 	}
@@ -239,14 +239,14 @@ func (st *stream) lowLatency() bool {
 // player so. st.mu is held.
 func (st *stream) chunked(sess *session, t *track, tmpl *m.SegmentTemplateType) {
 	segMax := max(st.segMax, st.p.cfg.SegmentMinDuration)
-	chunk := max(st.seg.partMax, st.p.cfg.PartTarget)
+	chunk := max(st.seg.longestPart(), st.p.cfg.PartTarget)
 	if segMax <= chunk {
 		return
 	}
 	ato := (segMax - chunk).Seconds()
 	tmpl.AvailabilityTimeOffset = m.FloatInf64(float64(int(ato*1000)) / 1000)
 	tmpl.AvailabilityTimeComplete = m.Ptr(false)
-	cur := st.seg.cur
+	cur := st.seg.inProgress()
 	tl := tmpl.SegmentTimeline
 	if cur == nil || cur.sess != sess || tl == nil || len(tl.S) == 0 {
 		return

@@ -135,6 +135,9 @@ func TestEndToEnd(t *testing.T) {
 			checks = append(checks, func() { decode(t, index, "-map", fmt.Sprintf("0:p:%d", prog)) })
 		}
 		checks = append(checks, func() { checkSync(t, index, true) })
+		// The muxed playlist: video and audio in the same segments.
+		muxed := base + "/hls/live/" + stream + "/muxed.m3u8"
+		checks = append(checks, func() { decode(t, muxed, "-map", "0:v:0", "-map", "0:a:0") }, func() { checkSync(t, muxed, true) })
 		mpd := base + "/dash/live/" + stream + "/manifest.mpd"
 		for i := range 3 { // full, lite, key with the audio
 			checks = append(checks, func() { decode(t, mpd, "-map", fmt.Sprintf("0:v:%d", i), "-map", "0:a:0") })

@@ -48,12 +48,42 @@ func trackDuration(seg *segment, i int, t *track) time.Duration {
 // there is at least one complete segment. Segments of an earlier session
 // (other codec parameters) follow one another with EXT-X-DISCONTINUITY and
 // the init segment of their session (EXT-X-MAP).
-func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) {
-	sess := st.seg.sess
+func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) { return st.renderMedia(r, false) }
+
+// muxedPlaylist renders muxed.m3u8 (muxed.go): full's segments, the audio
+// inside, without parts; st.mu is held and there is at least one complete
+// segment.
+func (st *stream) muxedPlaylist() ([]byte, error) { return st.renderMedia(Full, true) }
+
+// muxedOffered reports whether muxed.m3u8 is served: fMP4 apps (MPEG-TS
+// renditions carry their audio already) with video or audio; st.mu is
+// held.
+func (st *stream) muxedOffered() bool {
+	sess := st.seg.current()
+	return st.app_.HLS != HLSMPEGTS && sess != nil && len(muxedTracks(sess)) > 0
+}
+
+func (st *stream) renderMedia(r Rendition, muxed bool) ([]byte, error) {
+	sess := st.seg.current()
 	segs := st.seg.complete()
+	if muxed && sess.byRend[r] == nil {
+		r = Audio // an audio-only stream: the muxed files are its audio
+	}
 	t := sess.byRend[r]
 	ts := st.app_.HLS == HLSMPEGTS
-	ll := t.parts
+	ll := t.parts && !muxed
+	uri := func(sid string, msn uint64) string {
+		if muxed {
+			return sid + "_" + muxedName + "_" + strconv.FormatUint(msn, 10) + ".m4s"
+		}
+		return mediaName(sid, r, msn, -1, ts)
+	}
+	initURI := func(sid string) string {
+		if muxed {
+			return sid + "_" + muxedName + "_init.mp4"
+		}
+		return initName(sid, r)
+	}
 
 	pl := &playlist.Media{
 		Version:             7,
@@ -63,7 +93,7 @@ func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) {
 	if ts {
 		pl.Version = 3
 	} else {
-		pl.Map = &playlist.MediaMap{URI: initName(segs[0].sess.id, r)}
+		pl.Map = &playlist.MediaMap{URI: initURI(segs[0].sess.id)}
 		// Every fMP4 playlist answers blocking reloads (_HLS_msn), with or
 		// without parts: a player that switched to a rendition without parts
 		// learns of its next segment as soon as it is complete.
@@ -81,12 +111,12 @@ func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) {
 		i := trackIndex(seg.sess, tt)
 		d := trackDuration(seg, i, tt)
 		st.segMax = max(st.segMax, d)
-		ms := &playlist.MediaSegment{Duration: d, URI: mediaName(seg.sess.id, r, seg.msn, -1, ts)}
+		ms := &playlist.MediaSegment{Duration: d, URI: uri(seg.sess.id, seg.msn)}
 		disc := k > 0 && segs[k-1].sess != seg.sess
 		if disc {
 			ms.Discontinuity = true
 			if !ts {
-				maps = append(maps, initName(seg.sess.id, r))
+				maps = append(maps, initURI(seg.sess.id))
 			}
 		}
 		if k == 0 || disc || segs[k-1].msn+1 != seg.msn {
@@ -106,7 +136,7 @@ func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) {
 	if ll && !st.ended && segs[len(segs)-1].sess != sess {
 		hintDisc = initName(sess.id, r)
 	}
-	if st.app_.HLS == HLSLowLatency {
+	if st.app_.HLS == HLSLowLatency && !muxed {
 		// Every playlist of a low-latency ladder carries the same LL-HLS
 		// tags, with or without parts of its own: the ladder's PART-TARGET
 		// and a PART-HOLD-BACK (strict players take the part target from
@@ -115,7 +145,7 @@ func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) {
 		// three target durations, what a player needs there to have a
 		// segment in hand (docs/hls-dash.md).
 		pl.Version = 9
-		pt := max(st.seg.partMax, st.p.cfg.PartTarget.Truncate(10*time.Microsecond), 10*time.Microsecond)
+		pt := max(st.seg.longestPart(), st.p.cfg.PartTarget.Truncate(10*time.Microsecond), 10*time.Microsecond)
 		pl.PartInf = &playlist.MediaPartInf{PartTarget: pt}
 		hold := 3 * pt
 		if !ll {
@@ -127,16 +157,16 @@ func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) {
 		pl.Endlist = true
 	}
 	if ll && !st.ended {
-		next := st.seg.nextMSN
+		next := st.seg.next()
 		nextPart := 0
-		if cur := st.seg.cur; cur != nil && cur.sess == sess {
+		if cur := st.seg.inProgress(); cur != nil && cur.sess == sess {
 			parts := cur.track(r).parts
 			pl.Parts = st.hlsParts(sess.id, r, cur.msn, parts)
 			next, nextPart = cur.msn, len(parts)
 		}
 		pl.PreloadHint = &playlist.MediaPreloadHint{URI: mediaName(sess.id, r, next, nextPart, false)}
 	}
-	if !ts {
+	if !ts && !muxed {
 		pl.RenditionReport = st.renditionReports(r, segs)
 	}
 	out, err := pl.Marshal()
@@ -153,7 +183,7 @@ func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) {
 // of the stream stand (EXT-X-RENDITION-REPORT), so that it can ask for the
 // right update of the one it switches to; st.mu is held.
 func (st *stream) renditionReports(r Rendition, segs []*segment) []*playlist.MediaRenditionReport {
-	sess := st.seg.sess
+	sess := st.seg.current()
 	last := segs[len(segs)-1]
 	var out []*playlist.MediaRenditionReport
 	for o := Full; o < numRenditions; o++ {
@@ -165,7 +195,7 @@ func (st *stream) renditionReports(r Rendition, segs []*segment) []*playlist.Med
 		if t.parts {
 			// The last part: of the segment in progress, or else of the
 			// newest complete one.
-			if cur := st.seg.cur; cur != nil && cur.sess == sess && len(cur.track(o).parts) > 0 {
+			if cur := st.seg.inProgress(); cur != nil && cur.sess == sess && len(cur.track(o).parts) > 0 {
 				rep.LastMSN, rep.LastPart = int(cur.msn), new(len(cur.track(o).parts)-1)
 			} else if ts := last.track(o); ts != nil && len(ts.parts) > 0 {
 				rep.LastPart = new(len(ts.parts) - 1)
@@ -226,14 +256,14 @@ func (st *stream) inHLSLadder(r Rendition) bool {
 	if r != Lite {
 		return true
 	}
-	t := st.seg.sess.byRend[Lite]
+	t := st.seg.current().byRend[Lite]
 	return t == nil || !t.filter.tailMode
 }
 
 // multivariant renders index.m3u8; st.mu is held and there is at least one
 // complete segment.
 func (st *stream) multivariant() ([]byte, error) {
-	sess := st.seg.sess
+	sess := st.seg.current()
 	ts := st.app_.HLS == HLSMPEGTS
 	pl := &playlist.Multivariant{Version: 7, IndependentSegments: true}
 	if ts {

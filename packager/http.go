@@ -73,18 +73,31 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// corsHeaders are the CORS headers of every answer, canonical keys and
+// values made once: each response's header map shares the value slices
+// (nothing writes into them; a Set or Add elsewhere replaces or regrows
+// them).
+var corsHeaders = []struct {
+	key string
+	val []string
+}{
+	{"Access-Control-Allow-Origin", []string{"*"}},
+	{"Access-Control-Allow-Methods", []string{"GET, HEAD, OPTIONS"}},
+	{"Access-Control-Allow-Headers", []string{"Range, If-None-Match, If-Modified-Since"}},
+	{"Access-Control-Expose-Headers", []string{"Content-Length, Content-Range, ETag, Last-Modified, Date"}},
+	{"Access-Control-Max-Age", []string{"86400"}},
+}
+
 func setCORS(h http.Header) {
-	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "Range, If-None-Match, If-Modified-Since")
-	h.Set("Access-Control-Expose-Headers", "Content-Length, Content-Range, ETag, Last-Modified, Date")
-	h.Set("Access-Control-Max-Age", "86400")
+	for _, c := range corsHeaders {
+		h[c.key] = c.val
+	}
 }
 
 func (p *Packager) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
 	setCORS(w.Header())
-	rend := "playlist"
+	served := servedPlaylist
 	var aud *audience // set once the stream is known
 	proto := ""
 	defer func() {
@@ -95,9 +108,9 @@ func (p *Packager) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		if code == 0 {
 			code = http.StatusOK
 		}
-		p.m.requests.WithLabelValues(strconv.Itoa(code)).Inc()
+		p.m.request(code)
 		if sw.bytes > 0 {
-			p.m.bytes.WithLabelValues(rend).Add(float64(sw.bytes))
+			p.m.served[served].Add(float64(sw.bytes))
 		}
 	}()
 	switch r.Method {
@@ -136,8 +149,11 @@ func (p *Packager) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(sw, http.StatusNotFound, cacheNotFound)
 		return
 	}
-	if req.kind != fileManifest && req.kind != fileMultivariant && req.kind != fileMedia {
-		rend = req.rend.String()
+	switch {
+	case req.muxed && req.kind != fileMedia:
+		served = servedMuxed
+	case req.kind != fileManifest && req.kind != fileMultivariant && req.kind != fileMedia:
+		served = int(req.rend)
 	}
 	st, err := p.stream(r.Context(), app, name)
 	if err != nil {
@@ -154,7 +170,7 @@ func (p *Packager) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	key, now := viewerKey(r), p.now()
 	n := st.viewers.touch(key, now)
-	p.m.viewers.WithLabelValues(app, name).Set(float64(n))
+	st.viewerGauge.Set(float64(n))
 	aud = st.audience
 	aud.touch(protoIndex(proto), key, now)
 	st.serve(sw, r, req)
@@ -192,8 +208,8 @@ func (p *Packager) serveTime(w http.ResponseWriter) {
 // through http.ServeContent. The write is bounded by WriteTimeout.
 func (p *Packager) serveBytes(w http.ResponseWriter, r *http.Request, body []byte, ctype, cache, etag string, mod time.Time) {
 	h := w.Header()
-	h.Set("Content-Type", ctype)
-	h.Set("Cache-Control", cache)
+	h["Content-Type"] = constValue(ctype)
+	h["Cache-Control"] = constValue(cache)
 	if etag != "" {
 		h.Set("ETag", etag)
 	}
@@ -203,7 +219,7 @@ func (p *Packager) serveBytes(w http.ResponseWriter, r *http.Request, body []byt
 		if !mod.IsZero() {
 			h.Set("Last-Modified", mod.UTC().Format(http.TimeFormat))
 		}
-		h.Set("Accept-Ranges", "bytes")
+		h["Accept-Ranges"] = acceptRanges
 		h.Set("Content-Length", strconv.Itoa(len(body)))
 		w.WriteHeader(http.StatusOK)
 		if r.Method != http.MethodHead {
@@ -212,6 +228,28 @@ func (p *Packager) serveBytes(w http.ResponseWriter, r *http.Request, body []byt
 		return
 	}
 	http.ServeContent(w, r, "", mod, bytes.NewReader(body))
+}
+
+// Header values made once, shared by every response's header map like
+// corsHeaders.
+var (
+	acceptRanges = []string{"bytes"}
+	constValues  = map[string][]string{}
+)
+
+func init() {
+	for _, v := range []string{ctypeM3U8, ctypeMPD, ctypeMP4V, ctypeMP4A, ctypeTS, cachePlaylist, cacheMedia, cacheNotFound, cacheNone} {
+		constValues[v] = []string{v}
+	}
+}
+
+// constValue returns the shared header value v (one of the constants
+// above), or a new one.
+func constValue(v string) []string {
+	if c, ok := constValues[v]; ok {
+		return c
+	}
+	return []string{v}
 }
 
 // plainRequest reports whether r is neither conditional nor a range request.
@@ -246,6 +284,9 @@ type fileReq struct {
 	sid  string
 	n    uint64 // msn, or time for fileSegmentTime, or index for fileSegmentIndex
 	part int    // part number; for fileManifest, manifestNumber or 0
+	// muxed: a file of the muxed playlist (muxed.go; rend is Full): the
+	// playlist, its init segment or a segment by number.
+	muxed bool
 }
 
 // manifestNumber marks a request for the manifest addressed by $Number$
@@ -261,6 +302,8 @@ func parseFile(proto, file string) (fileReq, bool) {
 		return fileReq{kind: fileManifest}, true
 	case proto == "dash" && file == "number.mpd":
 		return fileReq{kind: fileManifest, part: manifestNumber}, true
+	case proto == "hls" && file == muxedName+".m3u8":
+		return fileReq{kind: fileMedia, rend: Full, muxed: true}, true
 	case proto == "hls" && strings.HasSuffix(file, ".m3u8"):
 		r, ok := parseRendition(strings.TrimSuffix(file, ".m3u8"))
 		return fileReq{kind: fileMedia, rend: r}, ok
@@ -272,6 +315,9 @@ func parseFile(proto, file string) (fileReq, bool) {
 	rname, rest, ok := strings.Cut(rest, "_")
 	if !ok {
 		return fileReq{}, false
+	}
+	if rname == muxedName && proto == "hls" {
+		return parseMuxed(sid, rest)
 	}
 	rend, ok := parseRendition(rname)
 	if !ok {
@@ -314,4 +360,24 @@ func parseFile(proto, file string) (fileReq, bool) {
 		return req, true
 	}
 	return fileReq{}, false
+}
+
+// parseMuxed parses what follows "{sid}_muxed_": the init segment or a
+// segment by number (the muxed playlist has no parts).
+func parseMuxed(sid, rest string) (fileReq, bool) {
+	req := fileReq{rend: Full, sid: sid, muxed: true}
+	if rest == "init.mp4" {
+		req.kind = fileInit
+		return req, true
+	}
+	ms, ok := strings.CutSuffix(rest, ".m4s")
+	if !ok {
+		return fileReq{}, false
+	}
+	n, err := strconv.ParseUint(ms, 10, 63)
+	if err != nil {
+		return fileReq{}, false
+	}
+	req.kind, req.n = fileSegment, n
+	return req, true
 }

@@ -254,7 +254,8 @@ func TestConfigRejectsUnknownFormat(t *testing.T) {
 
 func FuzzParseFile(f *testing.F) {
 	for _, s := range []string{"index.m3u8", "full.m3u8", "manifest.mpd", "0123abcd_full_init.mp4", "0123abcd_lite_12.m4s",
-		"0123abcd_audio_3.4.m4s", "0123abcd_key_t90000.m4s", "0123abcd_full_7.ts"} {
+		"0123abcd_audio_3.4.m4s", "0123abcd_key_t90000.m4s", "0123abcd_full_7.ts",
+		"muxed.m3u8", "0123abcd_muxed_init.mp4", "0123abcd_muxed_9.m4s"} {
 		f.Add("hls", s)
 	}
 	f.Fuzz(func(t *testing.T, proto, file string) {
@@ -264,6 +265,9 @@ func FuzzParseFile(f *testing.F) {
 		}
 		if ok && req.rend >= numRenditions {
 			t.Fatalf("%q: rendition %d", file, req.rend)
+		}
+		if ok && req.muxed && (proto != "hls" || req.rend != Full || req.kind == filePart || req.kind == fileTS) {
+			t.Fatalf("%q: muxed %+v", file, req)
 		}
 	})
 }

@@ -2,6 +2,8 @@ package packager
 
 import (
 	"errors"
+	"strconv"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -16,6 +18,34 @@ type metrics struct {
 	streams  prometheus.Gauge       // streams being packaged
 	requests *prometheus.CounterVec // HTTP requests, by status code
 	waiting  prometheus.Gauge       // requests waiting for a file that does not exist yet
+
+	// The series every request counts into, looked up once rather than by
+	// label values per request: by status code (made on first use), and
+	// bytes served by rendition, then playlist, then muxed.
+	byCode [600]atomic.Pointer[counter]
+	served [numRenditions + 2]prometheus.Counter
+}
+
+type counter struct{ c prometheus.Counter }
+
+// Indexes of metrics.served past the renditions.
+const (
+	servedPlaylist = int(numRenditions)
+	servedMuxed    = int(numRenditions) + 1
+)
+
+// request counts a request answered with code.
+func (m *metrics) request(code int) {
+	if code < 0 || code >= len(m.byCode) {
+		m.requests.WithLabelValues(strconv.Itoa(code)).Inc()
+		return
+	}
+	c := m.byCode[code].Load()
+	if c == nil {
+		c = &counter{m.requests.WithLabelValues(strconv.Itoa(code))}
+		m.byCode[code].Store(c) // a race stores the same series
+	}
+	c.c.Inc()
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -30,7 +60,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"rendition"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "relaymesh", Subsystem: "packager", Name: "served_bytes_total",
-			Help: "Response body bytes served, by rendition (playlist for playlists and manifests).",
+			Help: "Response body bytes served, by rendition (playlist for playlists and manifests, muxed for the files of muxed.m3u8).",
 		}, []string{"rendition"}),
 		renders: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "relaymesh", Subsystem: "packager", Name: "playlists_rendered_total",
@@ -53,6 +83,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Requests waiting for a playlist update, part or segment that does not exist yet.",
 		}),
 	}
+	for r := Full; r < numRenditions; r++ {
+		m.served[r] = m.bytes.WithLabelValues(r.String())
+	}
+	m.served[servedPlaylist] = m.bytes.WithLabelValues("playlist")
+	m.served[servedMuxed] = m.bytes.WithLabelValues(muxedName)
 	if reg == nil {
 		return m, nil
 	}

@@ -58,7 +58,7 @@ func (st *stream) byIndex(req fileReq) *segment {
 	if !ok {
 		return nil
 	}
-	for _, seg := range st.seg.segs {
+	for _, seg := range st.seg.kept() {
 		if seg.sess == sess && absDiff(uint64(seg.start), uint64(target)) < uint64(d/2+d%2) {
 			return seg
 		}
@@ -70,10 +70,10 @@ func (st *stream) byIndex(req fileReq) *segment {
 // after the newest one's start; st.mu is held.
 func (st *stream) indexUpcoming(req fileReq) bool {
 	sess, target, d, ok := st.indexTarget(req)
-	if !ok || st.ended || sess != st.seg.sess || len(st.seg.segs) == 0 {
+	if !ok || st.ended || sess != st.seg.current() || len(st.seg.kept()) == 0 {
 		return false
 	}
-	last := st.seg.segs[len(st.seg.segs)-1].start
+	last := st.seg.newest().start
 	return target > last && target <= last+3*d
 }
 

@@ -78,6 +78,7 @@ type segment struct {
 	wall   time.Time // wall-clock time when it started
 	tracks []*trackSeg
 	ts     [numRenditions]*tsSegment // MPEG-TS, when made
+	muxed  []byte                    // the muxed file (muxed.go), once asked for
 }
 
 // session is a run of segments with fixed codec parameters. A change of
@@ -104,6 +105,7 @@ type session struct {
 	// nominal is the duration of the session's first complete segment
 	// (ms): the grid of the $Number$ manifest (number.go).
 	nominal int64
+	muxInit []byte // the muxed files' init segment (muxed.go), once asked for
 }
 
 // hasRendition reports whether the session offers r.
@@ -764,3 +766,50 @@ func rate(segs []*segment, r Rendition, warmup bool) (peak, avg int, ok bool) {
 	}
 	return peak, int(bytes * 8000 / ms), true
 }
+
+// The read API of the segmenter: what the HTTP side (playlists, manifests,
+// file lookups) may know of it. Like everything else in the segmenter it
+// is called with the stream's lock held; what it returns is shared with
+// the segmenter and valid while that lock is held (segments are
+// append-only, so a complete segment's bytes stay valid after).
+
+// current returns the current session, or nil before the first keyframe.
+func (s *segmenter) current() *session { return s.sess }
+
+// inProgress returns the segment being written, or nil.
+func (s *segmenter) inProgress() *segment { return s.cur }
+
+// kept returns every segment still kept, listed or not, oldest first; the
+// last one may be in progress.
+func (s *segmenter) kept() []*segment { return s.segs }
+
+// newest returns the newest kept segment (possibly in progress), or nil.
+func (s *segmenter) newest() *segment {
+	if len(s.segs) == 0 {
+		return nil
+	}
+	return s.segs[len(s.segs)-1]
+}
+
+// next returns the number the next segment will get.
+func (s *segmenter) next() uint64 { return s.nextMSN }
+
+// lastVideoTime returns the media time (ms) of the newest video frame.
+func (s *segmenter) lastVideoTime() int64 { return s.lastVideo }
+
+// changes returns a counter that increases with every change readers can
+// see: a rendering made at one value is current while it stays.
+func (s *segmenter) changes() uint64 { return s.version }
+
+// longestPart returns the longest part cut so far on any track (the
+// ladder's PART-TARGET), 0 before the first one.
+func (s *segmenter) longestPart() time.Duration { return s.partMax }
+
+// resumed reports whether the current session goes on with the session of
+// the stopped run it resumes (same id, see resumePoint).
+func (s *segmenter) resumed() bool {
+	return s.sess != nil && s.resume != nil && s.sess.id == s.resume.sid
+}
+
+// markChanged counts a change made from outside (the stream ended).
+func (s *segmenter) markChanged() { s.version++ }

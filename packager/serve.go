@@ -47,11 +47,14 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 		return
 	}
 	cond := st.hasComplete
+	if req.muxed {
+		part = -1 // no parts: a segment-level blocking reload
+	}
 	if blocking && req.kind == fileMedia {
 		cond = func() bool { return st.hasComplete() && st.reached(req.rend, msn, part) }
 		st.mu.Lock()
 		// The spec: a request more than two segments ahead is an error.
-		if st.seg.sess != nil && msn > st.seg.nextMSN+1 {
+		if st.seg.current() != nil && msn > st.seg.next()+1 {
 			st.mu.Unlock()
 			httpError(w, http.StatusBadRequest, cacheNone)
 			return
@@ -65,7 +68,7 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 		waitError(w, err)
 		return
 	}
-	if !st.seg.sess.hasRendition(req.rend) && req.kind == fileMedia {
+	if req.kind == fileMedia && (!st.seg.current().hasRendition(req.rend) && !req.muxed || req.muxed && !st.muxedOffered()) {
 		st.mu.Unlock()
 		httpError(w, http.StatusNotFound, cacheNotFound)
 		return
@@ -76,6 +79,9 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 		key = "index.m3u8"
 	case fileMedia:
 		key = req.rend.String() + ".m3u8"
+		if req.muxed {
+			key = muxedName + ".m3u8"
+		}
 	case fileManifest:
 		key, kind, ctype = "manifest.mpd|"+st.p.baseURL(r)+manifestDir(r, st.app, st.name), "dash", ctypeMPD
 		if wantsNumber(r, req) {
@@ -87,6 +93,9 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 		case fileMultivariant:
 			return st.steerHLS(st.multivariant())
 		case fileMedia:
+			if req.muxed {
+				return st.muxedPlaylist()
+			}
 			return st.mediaPlaylist(req.rend)
 		}
 		return st.renderMPD(st.p.baseURL(r), manifestDir(r, st.app, st.name), wantsNumber(r, req))
@@ -126,7 +135,7 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 // render returns the cached rendering of key for the current version, or
 // renders it once; st.mu is held, so concurrent requests share one rendering.
 func (st *stream) render(key, kind string, fn func() ([]byte, error)) (*rendered, error) {
-	v := st.seg.version
+	v := st.seg.changes()
 	if c := st.cache[key]; c != nil && c.version == v {
 		return c, nil
 	}
@@ -135,7 +144,7 @@ func (st *stream) render(key, kind string, fn func() ([]byte, error)) (*rendered
 		return nil, err
 	}
 	st.p.m.renders.WithLabelValues(kind).Inc()
-	c := &rendered{version: v, body: body, etag: `"` + st.seg.sess.id + "-" + strconv.FormatUint(v, 36) + `"`, mod: st.p.now()}
+	c := &rendered{version: v, body: body, etag: `"` + st.seg.current().id + "-" + strconv.FormatUint(v, 36) + `"`, mod: st.p.now()}
 	if len(st.cache) > 16 {
 		clear(st.cache) // bounded: a few keys per base URL
 	}
@@ -145,6 +154,9 @@ func (st *stream) render(key, kind string, fn func() ([]byte, error)) (*rendered
 
 // blockingParams reads _HLS_msn and _HLS_part.
 func blockingParams(r *http.Request) (msn uint64, part int, blocking bool, err error) {
+	if r.URL.RawQuery == "" {
+		return 0, -1, false, nil
+	}
 	q := r.URL.Query()
 	m := q.Get("_HLS_msn")
 	p := q.Get("_HLS_part")
@@ -179,28 +191,38 @@ func (st *stream) reached(r Rendition, msn uint64, part int) bool {
 	if part < 0 {
 		return false
 	}
-	cur := st.seg.cur
+	cur := st.seg.inProgress()
 	if cur == nil || cur.msn < msn {
 		return false
 	}
 	if cur.msn > msn {
 		return true
 	}
-	t := st.seg.sess.byRend[r]
+	t := st.seg.current().byRend[r]
 	if t == nil || !t.parts {
 		return false
 	}
-	return len(cur.tracks[trackIndex(st.seg.sess, t)].parts) > part
+	return len(cur.tracks[trackIndex(st.seg.current(), t)].parts) > part
 }
 
 func (st *stream) serveInit(w http.ResponseWriter, r *http.Request, req fileReq) {
-	if err := st.waitFor(r.Context(), func() bool { return st.seg.sess != nil }); err != nil {
+	if err := st.waitFor(r.Context(), func() bool { return st.seg.current() != nil }); err != nil {
 		st.mu.Unlock()
 		waitError(w, err)
 		return
 	}
 	// The current session, or an earlier one whose segments are still listed.
 	sess := st.seg.session(req.sid)
+	if sess != nil && req.muxed {
+		init, err := muxedInit(sess)
+		st.mu.Unlock()
+		if err != nil {
+			httpError(w, http.StatusNotFound, cacheNotFound)
+			return
+		}
+		st.p.serveBytes(w, r, init, ctypeMP4V, cacheMedia, `"`+req.sid+"-"+muxedName+`-init"`, time.Time{})
+		return
+	}
 	st.mu.Unlock()
 	if sess == nil {
 		httpError(w, http.StatusNotFound, cacheNotFound)
@@ -232,7 +254,7 @@ func (st *stream) lookup(req fileReq) *segment {
 	}
 	t := sess.byRend[req.rend]
 	i := trackIndex(sess, t)
-	for _, seg := range st.seg.segs {
+	for _, seg := range st.seg.kept() {
 		if seg.sess == sess && seg.tracks[i].hasStart && seg.tracks[i].start == req.n {
 			return seg
 		}
@@ -248,7 +270,7 @@ func (st *stream) lookup(req fileReq) *segment {
 		return nil
 	}
 	tol := uint64(st.p.cfg.SegmentMinDuration.Seconds() * float64(t.timescale) / 4)
-	for _, seg := range st.seg.segs {
+	for _, seg := range st.seg.kept() {
 		if seg.sess == sess && seg.tracks[i].hasStart && absDiff(seg.tracks[i].start, req.n) <= tol {
 			return seg
 		}
@@ -260,7 +282,7 @@ func (st *stream) lookup(req fileReq) *segment {
 // but may soon: the next number, or (DASH $Time$) a time a little after the
 // newest segment's start; st.mu is held.
 func (st *stream) upcoming(req fileReq) bool {
-	sess := st.seg.sess
+	sess := st.seg.current()
 	if st.ended || sess == nil || (sess.id != req.sid && sess.tid != req.sid) {
 		return false
 	}
@@ -268,7 +290,7 @@ func (st *stream) upcoming(req fileReq) bool {
 		return st.indexUpcoming(req)
 	}
 	if req.kind != fileSegmentTime {
-		return req.n == st.seg.nextMSN
+		return req.n == st.seg.next()
 	}
 	t := sess.byRend[req.rend]
 	if t == nil {
@@ -277,7 +299,7 @@ func (st *stream) upcoming(req fileReq) bool {
 	i := trackIndex(sess, t)
 	var last uint64
 	found := false
-	for _, seg := range st.seg.segs {
+	for _, seg := range st.seg.kept() {
 		if seg.sess == sess && seg.tracks[i].hasStart {
 			last, found = seg.tracks[i].start, true
 		}
@@ -292,6 +314,13 @@ func (st *stream) upcoming(req fileReq) bool {
 
 // segmentData returns what exists of the requested file of seg; st.mu is held.
 func (st *stream) segmentData(seg *segment, req fileReq) (data []byte, done, ok bool) {
+	if req.muxed {
+		if !seg.done {
+			return nil, false, true
+		}
+		b, err := muxedSegment(seg)
+		return b, true, err == nil
+	}
 	if req.kind == fileTS {
 		ts := seg.ts[req.rend]
 		if ts == nil {
@@ -362,7 +391,11 @@ func (st *stream) serveSegment(w http.ResponseWriter, r *http.Request, req fileR
 }
 
 func segmentETag(req fileReq, seg *segment) string {
-	return `"` + req.sid + "-" + req.rend.String() + "-" + strconv.FormatUint(seg.msn, 10) + "-" + strconv.Itoa(int(req.kind)) + `"`
+	name := req.rend.String()
+	if req.muxed {
+		name = muxedName
+	}
+	return `"` + req.sid + "-" + name + "-" + strconv.FormatUint(seg.msn, 10) + "-" + strconv.Itoa(int(req.kind)) + `"`
 }
 
 // streamSegment sends a segment that is still being written, chunk by chunk

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/relaymesh/relaymesh/internal/av"
 )
 
@@ -31,7 +32,9 @@ type stream struct {
 	startErr   error
 	lastAccess atomic.Int64 // unix nanoseconds
 	viewers    *viewerSet
-	audience   *audience // by protocol, over AudienceWindow (audience.go)
+	// viewerGauge is the stream's series of the viewers metric.
+	viewerGauge prometheus.Gauge
+	audience    *audience // by protocol, over AudienceWindow (audience.go)
 
 	mu      sync.Mutex
 	seg     *segmenter
@@ -72,6 +75,7 @@ func (p *Packager) newStream(app, name string) *stream {
 		cache:      make(map[string]*rendered),
 	}
 	st.audience = newAudience(p.cfg.AudienceWindow, p.cfg.MaxViewersTracked)
+	st.viewerGauge = p.m.viewers.WithLabelValues(app, name)
 	hls := st.app_.HLS
 	rp := p.takeResume(app + "/" + name)
 	st.seg = newSegmenter(segmenterConfig{
@@ -150,7 +154,7 @@ func (st *stream) end() {
 	}
 	st.ended = true
 	st.seg.endOfStream()
-	st.seg.version++
+	st.seg.markChanged()
 	st.noteChange()
 }
 
@@ -168,7 +172,7 @@ func (st *stream) pump(sub Subscription, quiet *time.Timer) error {
 		}
 		media := false
 		st.mu.Lock()
-		v := st.seg.version
+		v := st.seg.changes()
 		for _, f := range frames {
 			st.seg.push(f)
 			media = media || ((f.Kind == av.KindVideo || f.Kind == av.KindAudio) && !f.SeqHeader)
@@ -176,7 +180,7 @@ func (st *stream) pump(sub Subscription, quiet *time.Timer) error {
 		if media {
 			quiet.Reset(st.p.cfg.EndGrace)
 		}
-		if st.seg.version != v {
+		if st.seg.changes() != v {
 			st.noteChange()
 		}
 		st.mu.Unlock()
@@ -192,13 +196,13 @@ func (st *stream) noteChange() {
 	if st.stopped {
 		return
 	}
-	if st.ast.IsZero() && !st.resumeAST.IsZero() && st.seg.sess != nil && st.seg.resume != nil && st.seg.sess.id == st.seg.resume.sid {
+	if st.ast.IsZero() && !st.resumeAST.IsZero() && st.seg.resumed() {
 		st.ast = st.resumeAST
 	}
-	if st.ast.IsZero() && st.seg.cur != nil && len(st.seg.segs) > 1 {
+	if cur := st.seg.inProgress(); st.ast.IsZero() && cur != nil && len(st.seg.kept()) > 1 {
 		// The first segment is complete: the frame that cut it is live
 		// (the hub's GOP cache holds frames from the last keyframe only).
-		st.ast = st.p.now().Add(-time.Duration(st.seg.cur.start) * time.Millisecond)
+		st.ast = st.p.now().Add(-time.Duration(cur.start) * time.Millisecond)
 	}
 	close(st.changed)
 	st.changed = make(chan struct{})

@@ -45,10 +45,12 @@ const maxViewerKey = 128
 // parameter when it sends one (players behind one NAT stay distinct), else
 // its address.
 func viewerKey(r *http.Request) string {
-	q := r.URL.Query()
-	for _, name := range []string{"session", "token"} {
-		if s := q.Get(name); s != "" && len(s) <= maxViewerKey {
-			return name + ":" + s
+	if r.URL.RawQuery != "" {
+		q := r.URL.Query()
+		for _, name := range []string{"session", "token"} {
+			if s := q.Get(name); s != "" && len(s) <= maxViewerKey {
+				return name + ":" + s
+			}
 		}
 	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)

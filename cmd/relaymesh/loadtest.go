@@ -131,7 +131,10 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 	relayConfig := fs.String("relay-config", "", "configuration file for the relaymesh relay under test")
 	bin := fs.String("bin", "", "relaymesh binary run as the primary and the relay under test (default: this one), to compare builds")
 	primaryAdaptive := fs.Bool("primary-adaptive", false, "leave the primary's write rounds adaptive (default: every link in whole rounds, so both edges get the same input; needed for builds without rtmp.whole_rounds)")
+	hlsEntries := fs.String("hls-entries", "index,muxed", "hls: the relaymesh playlists measured, each beside nginx-rtmp in its own windows: index (the ladder's top rung with the separate audio rendition), muxed (muxed.m3u8, the audio inside the video segments)")
+	relayProcs := fs.Int("relay-gomaxprocs", 0, "run the relay under test with this GOMAXPROCS (default: every core; 1 matches nginx-rtmp's one worker)")
 	floor := fs.String("floor", "", "source directory of the bare fan-out program (measured beside the servers at each size; skipped when absent)")
+	profileDir := fs.String("profile", "", "directory for CPU and heap profiles of the relay over each steady window (relay-cpu-N.pprof, relay-heap-N.pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -156,7 +159,8 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 		sizes = append(sizes, n)
 	}
 	cfg := peer.Config{Viewers: sizes, Duration: *duration, BitrateKbps: *kbps, Progress: os.Stderr, RelayConfig: *relayConfig,
-		Reload: *reload, Fragment: *fragment, FloorDir: *floor, Bin: *bin, PrimaryAdaptive: *primaryAdaptive}
+		Reload: *reload, Fragment: *fragment, FloorDir: *floor, Bin: *bin, PrimaryAdaptive: *primaryAdaptive,
+		HLSEntries: strings.Split(*hlsEntries, ","), RelayGOMAXPROCS: *relayProcs, ProfileDir: *profileDir}
 	if *proto == "hls" {
 		r, err := peer.RunHLS(ctx, cfg)
 		if err != nil {
@@ -166,21 +170,27 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 			return json.NewEncoder(os.Stdout).Encode(r)
 		}
 		fmt.Printf("HLS, %s windows, playlists every %s, each whole segment once\n", r.Duration, r.Reload)
-		fmt.Printf("%-11s %7s %7s %12s %8s %9s %8s %7s %6s\n", "server", "viewers", "playing", "cpu-s/min", "RSS MiB", "req/v-min", "Mbit/s", "stalls", "errors")
+		fmt.Printf("%-15s %-15s %7s %7s %12s %8s %9s %8s %7s %6s\n", "server", "beside", "viewers", "playing", "cpu-s/min", "RSS MiB", "req/v-min", "Mbit/s", "stalls", "errors")
 		for _, x := range r.Results {
 			errs := 0
 			for _, v := range x.Errors {
 				errs += v
 			}
-			fmt.Printf("%-11s %7d %7d %12.3f %8.1f %9.1f %8.1f %7d %6d\n", x.Server, x.Viewers, x.Playing, x.CPUPerMin, x.RSSMiB, x.RequestsPerViewer, x.Mbps, x.Stalls, errs)
+			fmt.Printf("%-15s %-15s %7d %7d %12.3f %8.1f %9.1f %8.1f %7d %6d\n", x.Server, x.Beside, x.Viewers, x.Playing, x.CPUPerMin, x.RSSMiB, x.RequestsPerViewer, x.Mbps, x.Stalls, errs)
 		}
 		for _, x := range r.Servers {
-			fmt.Printf("%s: %.4f CPU-s/min per added viewer\n", x.Server, x.CPUPerAddedViewer)
+			beside := ""
+			if x.Beside != "" {
+				beside = " (beside " + x.Beside + ")"
+			}
+			fmt.Printf("%s%s: %.4f CPU-s/min per added viewer\n", x.Server, beside, x.CPUPerAddedViewer)
 		}
 		for _, x := range r.Ratios {
-			fmt.Printf("ratio relaymesh/nginx at %d viewers: CPU-s per minute %.2f\n", x.Viewers, x.CPUPerMin)
+			fmt.Printf("ratio %s/nginx at %d viewers: CPU-s per minute %.2f\n", x.Relaymesh, x.Viewers, x.CPUPerMin)
 		}
-		fmt.Printf("ratio relaymesh/nginx per added viewer: %.2f\n", r.PerAddedRatio)
+		for _, x := range r.PerAdded {
+			fmt.Printf("ratio %s/nginx per added viewer: %.2f\n", x.Relaymesh, x.Ratio)
+		}
 		return nil
 	}
 	r, err := peer.Run(ctx, cfg)
@@ -191,12 +201,20 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 		return json.NewEncoder(os.Stdout).Encode(r)
 	}
 	fmt.Printf("load average at start %s, at end %s\n", r.LoadStart, r.LoadEnd)
-	fmt.Printf("%-11s %7s %9s %12s %8s %10s %10s %9s %9s %5s %9s %9s\n", "server", "viewers", "connected", "cpu-s/v-min", "RSS MiB", "Mbit/s", "Mbit/s/core", "ff p50 ms", "ff p99 ms", "gaps", "hop p50", "hop p99")
+	fmt.Printf("%-11s %7s %9s %12s %8s %10s %10s %9s %9s %5s %9s %9s %9s %9s %7s %7s %7s\n", "server", "viewers", "connected", "cpu-s/v-min", "RSS MiB", "Mbit/s", "Mbit/s/core", "ff p50 ms", "ff p99 ms", "gaps", "hop p50", "hop p99", "srv p50", "srv p99", "up p99", "wr/v/s", "rq ms/s")
 	for _, x := range r.Results {
-		fmt.Printf("%-11s %7d %9d %12.4f %8.1f %10.0f %10.0f %9.0f %9.0f %5d %9.1f %9.1f\n", x.Server, x.Viewers, x.Connected, x.CPUPerViewerMin, x.RSSMiB, x.DeliveredMbps, x.MbpsPerCore, x.FirstFrameP50, x.FirstFrameP99, x.ViewersWithGaps, x.HopLatency.P50, x.HopLatency.P99)
+		srv := fmt.Sprintf("%9s %9s %7s", "-", "-", "-")
+		if x.ServerLatency != nil && x.ServerLatencyKeepingUp != nil {
+			srv = fmt.Sprintf("%9.1f %9.1f %7.1f", x.ServerLatency.P50, x.ServerLatency.P99, x.ServerLatencyKeepingUp.P99)
+		}
+		wr := fmt.Sprintf("%7s", "-") // the kernel did not say (another user's process)
+		if x.WritesPerViewerSec > 0 {
+			wr = fmt.Sprintf("%7.1f", x.WritesPerViewerSec)
+		}
+		fmt.Printf("%-11s %7d %9d %12.4f %8.1f %10.0f %10.0f %9.0f %9.0f %5d %9.1f %9.1f %s %s %7.0f\n", x.Server, x.Viewers, x.Connected, x.CPUPerViewerMin, x.RSSMiB, x.DeliveredMbps, x.MbpsPerCore, x.FirstFrameP50, x.FirstFrameP99, x.ViewersWithGaps, x.HopLatency.P50, x.HopLatency.P99, srv, wr, x.RunQueueMSPerSec)
 	}
 	for _, x := range r.Floor {
-		fmt.Printf("%-11s %7d %9s %12.4f %8s %10.0f   (bare fan-out, %s)\n", "floor", x.Viewers, "", x.CPUPerViewerMin, "", x.DeliveredMbps, x.Mode)
+		fmt.Printf("%-11s %7d %9s %12.4f %8s %10.0f   (bare fan-out, %s; %.1f writes per viewer-second)\n", "floor", x.Viewers, "", x.CPUPerViewerMin, "", x.DeliveredMbps, x.Mode, x.WritesPerViewerSec)
 	}
 	if r.FloorSkipped != "" {
 		fmt.Printf("floor skipped: %s\n", r.FloorSkipped)
@@ -208,6 +226,8 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 		}
 		fmt.Println(line)
 	}
-	fmt.Println("hop p50/p99: ms a sampled viewer read a frame after a player on the primary read it (what the edge adds per hop)")
+	fmt.Println("hop p50/p99: ms a sampled viewer read a frame after a player on the primary read it (what the edge adds per hop, the client's reading included)")
+	fmt.Println("wr/v/s: the server's write system calls per viewer and second; rq ms/s: ms per second its threads waited for a CPU (other load)")
+	fmt.Println("srv p50/p99: ms from a frame's arrival in the relay's hub to the return of the writev that carried it, sampled viewers (what the relay adds per hop); up p99: the same for viewers that kept up (socket not full, media not held back, within the last second)")
 	return nil
 }

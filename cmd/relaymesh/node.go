@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/relaymesh/relaymesh/internal/config"
+	"github.com/relaymesh/relaymesh/internal/gcpace"
 	"github.com/relaymesh/relaymesh/internal/httpserver"
 	"github.com/relaymesh/relaymesh/internal/hub"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
@@ -109,17 +110,14 @@ func packagerConfig(c config.HLS, log *slog.Logger, reg prometheus.Registerer) (
 	return pc, nil
 }
 
-// serverGCPercent is the garbage collector's target of a server unless
-// GOGC is set: a server's live heap is mostly connection state that lives
-// as long as its viewers, and it allocates little (a frame's payload, once
-// per stream), so a heap kept near its live size costs little CPU and a
-// good part of the memory (the runtime's default, 100, lets it grow to
-// twice its live size).
-const serverGCPercent = 25
-
 func newNode(cfg config.Config, log *slog.Logger) (*node, error) {
 	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(serverGCPercent)
+		// A server's live heap is mostly connection state that lives as
+		// long as its viewers, and it allocates little (a frame's payload,
+		// once per stream): the collector's target follows the live heap
+		// (gcpace; the runtime's default, 100, lets the heap grow to twice
+		// its live size).
+		debug.SetGCPercent(gcpace.MaxPercent) // run follows the live heap from here
 	}
 	rtmpLn, err := net.Listen("tcp", cfg.RTMP.Listen)
 	if err != nil {
@@ -164,6 +162,9 @@ func newNodeOn(cfg config.Config, log *slog.Logger, rtmpLn, httpLn net.Listener)
 
 // run serves until ctx ends, then drains and stops.
 func (n *node) run(ctx context.Context, h rtmp.Handler) error {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		go gcpace.Run(ctx)
+	}
 	h = n.sec.gate.Wrap(h) // play keys, tokens and hooks; its refusals are counted with the others
 	n.server = &serve.Server{Handler: h, Conn: connConfig(n.cfg.RTMP), Log: n.log, MaxConns: n.cfg.RTMP.MaxConnections,
 		Leave: n.leave, Skip: serve.IsRelay, Rounds: rtmp.FlusherConfig{Whole: n.cfg.RTMP.WholeRounds}}

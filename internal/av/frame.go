@@ -39,7 +39,8 @@ const (
 )
 
 // Frame is one message of a live stream. Once built by New or NewEvent it is
-// never modified: the same *Frame is queued for every subscriber.
+// never modified (but for Arrived, which the hub sets before any subscriber
+// sees it): the same *Frame is queued for every subscriber.
 type Frame struct {
 	Kind      Kind
 	Timestamp uint32 // RTMP timestamp in milliseconds (decode time for video)
@@ -54,6 +55,10 @@ type Frame struct {
 	Metadata   bool  // data: onMetaData (or @setDataFrame onMetaData)
 
 	Event Event // KindEvent only
+
+	// Arrived is when the hub took the frame (Monotonic, ns; 0: never
+	// fanned out): set once, before any subscriber sees the frame.
+	Arrived int64
 }
 
 // FLV video codec ids and audio sound formats that the data plane understands.

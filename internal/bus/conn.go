@@ -31,7 +31,19 @@ type Options struct {
 	CAFile, CertFile, KeyFile string
 	// ReconnectWait between attempts. Default 1 s (with jitter).
 	ReconnectWait time.Duration
+	// PingInterval between the client's pings to its server; two left
+	// unanswered (a server cut off behind a network that holds the TCP
+	// connection open) and the client moves to another server. Default
+	// DefaultPingInterval.
+	PingInterval time.Duration
 }
+
+// DefaultPingInterval: a connection whose server stopped answering is
+// given up after two to three intervals (4–6 s), well within the lease's
+// TTL, so that a leader connected to a server cut off from the cluster
+// renews its lease through another in time. (nats.go's default is two
+// minutes.) The cost is one small PING a connection every two seconds.
+const DefaultPingInterval = 2 * time.Second
 
 // Conn is a NATS connection with its JetStream context. It reconnects
 // forever: while NATS is away, calls fail fast or time out, never panic.
@@ -53,6 +65,9 @@ func Connect(o Options, log *slog.Logger) (*Conn, error) {
 	if o.ReconnectWait <= 0 {
 		o.ReconnectWait = time.Second
 	}
+	if o.PingInterval <= 0 {
+		o.PingInterval = DefaultPingInterval
+	}
 	opts := []nats.Option{
 		nats.Name(o.Name),
 		nats.MaxReconnects(-1),
@@ -61,6 +76,8 @@ func Connect(o Options, log *slog.Logger) (*Conn, error) {
 		nats.ReconnectJitter(o.ReconnectWait/4, o.ReconnectWait/2),
 		nats.ReconnectBufSize(1 << 20),
 		nats.Timeout(5 * time.Second),
+		nats.PingInterval(o.PingInterval),
+		nats.MaxPingsOutstanding(2),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn("NATS disconnected", "err", err)

@@ -27,8 +27,12 @@ const (
 const (
 	// DefaultStatusTTL: a relay that has not reported for this long vanishes.
 	DefaultStatusTTL = 10 * time.Second
-	// DefaultLeaseTTL: a leader that has not renewed for this long loses the lease.
-	DefaultLeaseTTL = 5 * time.Second
+	// DefaultLeaseTTL: a leader that has not renewed for this long loses the
+	// lease. Longer than a bucket's leader election after a NATS server is
+	// lost (nats-server's raft: 4–9 s) and a short network cut, so that the
+	// lease outlives them; a dead leader is replaced sooner than that (its
+	// connection gone, topology/orchestrator/lease.go).
+	DefaultLeaseTTL = 15 * time.Second
 	// DefaultDemandTTL: a stream's saved bonuses vanish when not saved again
 	// for this long (ten half-lives of the default demand decay).
 	DefaultDemandTTL = 10 * time.Minute
@@ -37,6 +41,9 @@ const (
 // Buckets are the key-value stores of the control plane.
 type Buckets struct {
 	Relays, Placements, Leader, Demand jetstream.KeyValue
+	// LeaseTTL is the lease bucket's TTL as the server keeps it: the
+	// configured one, or an existing bucket's when it could not be changed.
+	LeaseTTL time.Duration
 }
 
 // BucketConfig sets the TTLs (zero: the defaults).
@@ -61,20 +68,21 @@ func (c *Conn) OpenBuckets(ctx context.Context, cfg BucketConfig) (*Buckets, err
 	}
 	// The four at once: far from a stream's leader each open is a round
 	// trip or two, and callers open the buckets under a short timeout.
-	var b Buckets
+	b := Buckets{LeaseTTL: cfg.LeaseTTL}
 	r := cfg.Replicas
 	specs := []struct {
 		kv  *jetstream.KeyValue
 		cfg jetstream.KeyValueConfig
+		ttl *time.Duration // the TTL the server keeps, when wanted
 	}{
 		{&b.Relays, jetstream.KeyValueConfig{Bucket: BucketRelays, History: 1, TTL: cfg.StatusTTL, Replicas: r,
-			Description: "relay status, one key per relay; entries expire when a relay stops reporting"}},
+			Description: "relay status, one key per relay; entries expire when a relay stops reporting"}, nil},
 		{&b.Placements, jetstream.KeyValueConfig{Bucket: BucketPlacements, History: 1, Replicas: r,
-			Description: "relays of each stream, written by the leading orchestrator"}},
+			Description: "relays of each stream, written by the leading orchestrator"}, nil},
 		{&b.Leader, jetstream.KeyValueConfig{Bucket: BucketLeader, History: 1, TTL: cfg.LeaseTTL, Replicas: r,
-			Description: "orchestrator leadership lease"}},
+			Description: "orchestrator leadership lease"}, &b.LeaseTTL},
 		{&b.Demand, jetstream.KeyValueConfig{Bucket: BucketDemand, History: 1, TTL: cfg.DemandTTL, Replicas: r,
-			Description: "demand bonuses of each stream, written by the leading orchestrator"}},
+			Description: "demand bonuses of each stream, written by the leading orchestrator"}, nil},
 	}
 	errs := make([]error, len(specs))
 	var wg sync.WaitGroup
@@ -82,7 +90,7 @@ func (c *Conn) OpenBuckets(ctx context.Context, cfg BucketConfig) (*Buckets, err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			*sp.kv, errs[i] = c.bucket(ctx, sp.cfg)
+			*sp.kv, errs[i] = c.bucket(ctx, sp.cfg, sp.ttl)
 		}()
 	}
 	wg.Wait()
@@ -94,12 +102,19 @@ func (c *Conn) OpenBuckets(ctx context.Context, cfg BucketConfig) (*Buckets, err
 
 // bucket opens cfg.Bucket, creating it if it does not exist, with
 // cfg.Replicas replicas (0: the default, see replicas.go); an existing
-// bucket with fewer replicas than wanted is given more.
-func (c *Conn) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+// bucket with fewer replicas than wanted is given more. With ttl set, an
+// existing bucket is given cfg.TTL (one made by another version may have
+// another) and *ttl is the TTL the server keeps.
+func (c *Conn) bucket(ctx context.Context, cfg jetstream.KeyValueConfig, ttl *time.Duration) (jetstream.KeyValue, error) {
 	want := c.replicas(cfg.Replicas)
 	kv, err := c.JS.KeyValue(ctx, cfg.Bucket)
 	if err == nil {
 		c.raiseLater(cfg.Bucket, want)
+		if ttl != nil {
+			if *ttl, err = c.keepTTL(ctx, cfg.Bucket, cfg.TTL); err != nil {
+				return nil, err
+			}
+		}
 		return kv, nil
 	}
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
@@ -133,5 +148,34 @@ func (c *Conn) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstr
 // shared objects: no TTL, one revision per key.
 func (c *Conn) SharedObjectsBucket(ctx context.Context) (jetstream.KeyValue, error) {
 	return c.bucket(ctx, jetstream.KeyValueConfig{Bucket: BucketSharedObjects, History: 1,
-		Description: "persistent shared objects, one key per application scope and object"})
+		Description: "persistent shared objects, one key per application scope and object"}, nil)
+}
+
+// keepTTL gives an existing bucket the TTL want and returns the one it
+// has then: want, or the old one when the server refuses the change (a
+// warning says so).
+func (c *Conn) keepTTL(ctx context.Context, bucket string, want time.Duration) (time.Duration, error) {
+	st, err := c.JS.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return 0, fmt.Errorf("bus: bucket %s: %w", bucket, err)
+	}
+	cfg := st.CachedInfo().Config
+	if cfg.MaxAge == want {
+		return want, nil
+	}
+	have := cfg.MaxAge
+	cfg.MaxAge = want
+	if cfg.Duplicates > want {
+		cfg.Duplicates = want // the server wants the window within the age
+	}
+	if _, err := c.JS.UpdateStream(ctx, cfg); err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) {
+			c.log.Warn("bucket keeps its TTL", "bucket", bucket, "ttl", have, "want", want, "err", err)
+			return have, nil
+		}
+		return 0, fmt.Errorf("bus: bucket %s: TTL: %w", bucket, err)
+	}
+	c.log.Info("bucket given another TTL", "bucket", bucket, "from", have, "to", want)
+	return want, nil
 }

@@ -210,6 +210,7 @@ func (h *Hub) rebase(ts uint32) uint32 {
 // wall time wall (ms), to every subscriber and drops those the policy
 // closes. h.mu is held.
 func (h *Hub) fanout(f *av.Frame, at, wall uint32) {
+	f.Arrived = av.Monotonic() // before any subscriber can see f
 	subs := *h.subs.Load()
 	failed := 0
 	for _, s := range subs {

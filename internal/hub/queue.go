@@ -17,6 +17,7 @@ type queue struct {
 	oldest      uint32 // ts[tsHead].at when tsN > 0, kept here for the writer's cache's sake
 	burst       int    // frames at the head that came from the join burst
 	bound       int    // most frames the queue may hold
+	forBurst    bool   // the ring was made larger for a join burst
 }
 
 // stamp is when a frame arrived: on the media timeline (see arrivalClock)
@@ -32,7 +33,7 @@ const initialQueue = 64
 // timestamps.
 func newQueue(initial, bound int, backlog bool) queue {
 	initial = max(min(initial, bound), 1)
-	q := queue{frames: make([]*av.Frame, initial), bound: bound}
+	q := queue{frames: make([]*av.Frame, initial), bound: bound, forBurst: initial > initialQueue}
 	if backlog {
 		q.ts = make([]stamp, initial)
 	}
@@ -58,12 +59,16 @@ func (q *queue) grow() {
 	}
 }
 
-// shrink gives back a ring that grew (a join burst, a backlog) once it is
-// empty: a thousand viewers would otherwise each keep room for a GOP.
+// shrink gives back a ring once it is empty when it was made for a join
+// burst, or grew past 4 × initialQueue (a backlog; below, a viewer that
+// falls behind now and then would grow and shrink its ring each time): a
+// thousand viewers would otherwise each keep room for a GOP (a 2 s GOP of
+// 30 fps video and AAC is ~150 frames, 3.4 KB of ring and stamps).
 func (q *queue) shrink() {
-	if q.n != 0 || len(q.frames) <= 4*initialQueue {
+	if q.n != 0 || len(q.frames) <= initialQueue || (!q.forBurst && len(q.frames) <= 4*initialQueue) {
 		return
 	}
+	q.forBurst = false
 	q.frames, q.head = make([]*av.Frame, initialQueue), 0
 	if q.ts != nil {
 		q.ts, q.tsHead = make([]stamp, initialQueue), 0

@@ -37,3 +37,21 @@ func TestQueueShrinksWhenEmpty(t *testing.T) {
 		}
 	}
 }
+
+// A ring made for a join burst (a GOP cache smaller than what the ring
+// grows to) is given back once the burst is read.
+func TestQueueJoinBurstRingShrinks(t *testing.T) {
+	const burst = 150 // a 2 s GOP of 30 fps video and AAC
+	q := newQueue(burst+initialQueue, 4096, true)
+	f := &av.Frame{Kind: av.KindVideo, Timestamp: 1, Payload: []byte{0x27, 1}}
+	for range burst {
+		q.push(f, true, 0, 0)
+	}
+	for q.n > 0 {
+		q.pop()
+	}
+	q.shrink()
+	if len(q.frames) != initialQueue || len(q.ts) != initialQueue {
+		t.Fatalf("ring of %d (timestamps %d) after the burst, want %d", len(q.frames), len(q.ts), initialQueue)
+	}
+}

@@ -25,6 +25,7 @@ type ChunkWriter struct {
 	vec       net.Buffers // backing array reused across flushes
 	pending   int         // payload + header bytes pending
 	iov       []unix.Iovec
+	spares    *writeSpares // lent by a Flusher worker (nil: the writer's own)
 }
 
 // NewChunkWriter starts with the protocol's initial chunk size (128); call
@@ -52,8 +53,11 @@ const scratchSize = 512
 // array is started; slices already handed to bufs keep the old one alive
 // until the flush, so nothing is copied.
 func (w *ChunkWriter) header(n int) []byte {
+	if cap(w.scratch) == 0 && w.spares != nil {
+		w.scratch = w.spares.getScratch()
+	}
 	if len(w.scratch)+n > cap(w.scratch) {
-		w.scratch = make([]byte, 0, max(2*cap(w.scratch), n))
+		w.scratch = make([]byte, 0, max(2*cap(w.scratch), n, scratchSize))
 	}
 	s := len(w.scratch)
 	w.scratch = w.scratch[:s+n]
@@ -81,6 +85,9 @@ func (w *ChunkWriter) AppendMedia(typ uint8, streamID, ts uint32, payload []byte
 
 func (w *ChunkWriter) appendOn(csid uint32, typ uint8, streamID, ts uint32, payload []byte) {
 	if w.bufs == nil {
+		if w.vec == nil && w.spares != nil {
+			w.vec = w.spares.getVec()
+		}
 		w.bufs = w.vec[:0]
 	}
 	extended := ts >= 0xffffff
@@ -146,19 +153,27 @@ func (w *ChunkWriter) reset() {
 		w.vec = w.bufs[:0]
 		w.bufs = nil
 	}
+	w.off = 0
+	w.pending = 0
+	if w.spares != nil {
+		// Back to the worker for the next connection (the arrays grown
+		// by a join burst to the collector).
+		w.spares.putVec(w.vec)
+		w.spares.putScratch(w.scratch)
+		w.vec, w.scratch = nil, nil
+		return
+	}
 	if cap(w.vec) > keepIovecs {
 		w.vec = nil // grown by a join burst: give it back
 	}
 	if cap(w.iov) > keepIovecs {
 		w.iov = nil
 	}
-	w.off = 0
 	if cap(w.scratch) > 4*scratchSize {
 		w.scratch = make([]byte, 0, scratchSize)
 	} else {
 		w.scratch = w.scratch[:0]
 	}
-	w.pending = 0
 }
 
 // keepIovecs is how many buffers a writer keeps room for between batches
@@ -173,19 +188,26 @@ const maxIovecs = 1024
 // reports whether everything was written. fd must be non-blocking; on a
 // full socket (EAGAIN or a short write) it returns false and no error.
 func (w *ChunkWriter) FlushSome(fd int) (bool, error) {
+	iovs := &w.iov
+	if w.spares != nil {
+		iovs = &w.spares.iov // only for the call: shared by the worker's connections
+	}
 	for w.pending > 0 {
-		iov := w.iov[:0]
+		iov := (*iovs)[:0]
 		want := 0
 		for _, b := range w.bufs[w.off:min(len(w.bufs), w.off+maxIovecs)] {
 			iov = append(iov, unix.Iovec{Base: &b[0], Len: uint64(len(b))})
 			want += len(b)
 		}
-		w.iov = iov
+		*iovs = iov
 		// RawSyscall: the call never blocks, so the scheduler need not know
 		// (with Syscall, sysmon polls at its fastest rate to retake the
 		// processors of a thousand short writevs per second).
 		r, _, errno := unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
 		clear(iov) // no references to payloads past the call
+		if cap(iov) > maxIovecs {
+			*iovs = nil
+		}
 		switch errno {
 		case 0:
 		case unix.EINTR:

@@ -44,6 +44,9 @@ type binding struct {
 	// onErr is called once (in the writer) when the source fails; it returns
 	// the messages to send before the connection is closed.
 	onErr func(err error) []Message
+	// since is when it was bound (av.Monotonic): frames that arrived in
+	// the hub before are the join burst, left out of the write latency.
+	since int64
 }
 
 // Conn is one RTMP connection after the handshake. One goroutine reads
@@ -78,6 +81,7 @@ type Conn struct {
 	frames                []*av.Frame
 	batchMedia            bool
 	batchFirst, batchLast uint32
+	lat                   *latencySample // sampled connections only
 
 	// Owned by the Flusher's worker when one drives the connection.
 	worker     *flushWorker
@@ -132,6 +136,7 @@ func newConn(nc net.Conn, cfg ConnConfig, log *slog.Logger) *Conn {
 	}
 	c.readTimeout.Store(int64(cfg.ReadTimeout))
 	c.inflight = newInflight(nc)
+	c.sampleLatency()
 	return c
 }
 
@@ -238,7 +243,7 @@ func (c *Conn) SendCommand(streamID uint32, values ...any) error {
 // Bind starts sending src's frames on message stream streamID.
 func (c *Conn) Bind(streamID uint32, src MediaSource, onEvent func(av.Event) []Message, onErr func(error) []Message) {
 	c.mu.Lock()
-	c.bindings = append(c.bindings, &binding{streamID: streamID, src: src, onEvent: onEvent, onErr: onErr})
+	c.bindings = append(c.bindings, &binding{streamID: streamID, src: src, onEvent: onEvent, onErr: onErr, since: av.Monotonic()})
 	c.mu.Unlock()
 	c.wake()
 }

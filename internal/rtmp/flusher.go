@@ -139,6 +139,9 @@ func (f *Flusher) attach(c *Conn) *flushWorker {
 	}
 	best.owned.Add(1)
 	f.attachMu.Unlock()
+	if c.writer != nil {
+		c.writer.borrow(&best.spares) // before the worker can see c
+	}
 	best.mu.Lock()
 	best.incoming = append(best.incoming, c)
 	best.mu.Unlock()
@@ -160,7 +163,8 @@ type flushWorker struct {
 	stopped  bool
 	closing  error // what connections are closed with once stopped
 
-	conns []*Conn // owned by the worker goroutine
+	conns  []*Conn     // owned by the worker goroutine
+	spares writeSpares // lent to its connections' chunk writers
 }
 
 // poke asks the worker to serve c before the next round. It never blocks.

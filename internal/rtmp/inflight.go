@@ -18,8 +18,8 @@ type inflight struct {
 	notsent int // bytes the kernel has not even sent yet
 	control func(fd uintptr)
 
-	written uint64        // bytes handed to the kernel
-	batches [64]batchMark // ring of recent media batches
+	written uint64                     // bytes handed to the kernel
+	batches [inflightBatches]batchMark // ring of the media batches in flight
 	head, n int
 	newest  uint32 // timestamp of the newest media frame written
 	any     bool
@@ -43,6 +43,13 @@ const checkEvery = 100 * time.Millisecond
 // itself: only the media lag in flight is left to check, and the lag limit
 // (MaxInflight, 500ms) is coarse anyway.
 const checkEveryLowat = 400 * time.Millisecond
+
+// inflightBatches is how many media batches in flight are told apart: a
+// second and a half of 100 ms rounds, 250 ms of a small audience's rounds
+// (more than MaxInflight is held back anyway; beyond, the newest batches
+// are merged, which can only overstate the lag). Small, because every
+// connection keeps the ring.
+const inflightBatches = 16
 
 type batchMark struct {
 	end     uint64 // written offset after the batch
@@ -88,11 +95,13 @@ func (f *inflight) wrote(n int, hasMedia bool, firstTS, lastTS uint32) {
 		return
 	}
 	if f.n == len(f.batches) {
-		f.head = (f.head + 1) % len(f.batches)
-		f.n--
+		// Full: the newest mark takes this batch in (it keeps its first
+		// timestamp, so the lag is not understated).
+		f.batches[(f.head+f.n-1)%len(f.batches)].end = f.written
+	} else {
+		f.batches[(f.head+f.n)%len(f.batches)] = batchMark{end: f.written, firstTS: firstTS}
+		f.n++
 	}
-	f.batches[(f.head+f.n)%len(f.batches)] = batchMark{end: f.written, firstTS: firstTS}
-	f.n++
 	f.newest = lastTS
 	f.any = true
 }

@@ -19,6 +19,9 @@ type Metrics struct {
 	timeouts      *prometheus.CounterVec
 	requests      *prometheus.CounterVec
 	connRefused   *prometheus.CounterVec
+	writeLatency  *prometheus.HistogramVec // see latency.go
+	keepingUp     prometheus.Observer
+	behind        prometheus.Observer
 }
 
 // Close reasons of a viewer (a playing stream: a player or a downstream
@@ -62,7 +65,10 @@ func NewMetrics() *Metrics {
 			Help: "RTMP connects, publishes and plays by outcome: accepted, or the status code that refused them."}, []string{"op", "result"}),
 		connRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "relaymesh_rtmp_connections_refused_total",
 			Help: "Connections refused before the handshake, by reason."}, []string{"reason"}),
+		writeLatency: newWriteLatency(),
 	}
+	m.keepingUp = m.writeLatency.WithLabelValues(latencyKeepingUp)
+	m.behind = m.writeLatency.WithLabelValues(latencyBehind)
 	for _, r := range []string{ReasonEOF, ReasonStopped, ReasonWriteTimeout, ReasonWriteError, ReasonTooSlow, ReasonOverflow,
 		ReasonStreamEnded, ReasonControlQueue, ReasonIdleTimeout, ReasonProtocol, ReasonDrain, ReasonShutdown, ReasonClosed, ReasonOther} {
 		m.viewersClosed.WithLabelValues(r)
@@ -84,7 +90,7 @@ func NewMetrics() *Metrics {
 
 // Register registers the counters on reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.viewersClosed, m.handshake, m.timeouts, m.requests, m.connRefused} {
+	for _, c := range []prometheus.Collector{m.viewersClosed, m.handshake, m.timeouts, m.requests, m.connRefused, m.writeLatency} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

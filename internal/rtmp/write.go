@@ -28,6 +28,9 @@ func (c *Conn) gather(now time.Time) (closeAfter, held bool, failed error) {
 		}
 	}
 	clear(c.ctrlSpare)
+	if cap(c.ctrlSpare) > keepControl {
+		c.ctrlSpare = nil // grown by the connect and play exchange: give it back
+	}
 	binds := c.binds
 	defer clear(binds)
 	// Hold media back while the kernel already holds enough of it; ask it
@@ -37,6 +40,7 @@ func (c *Conn) gather(now time.Time) (closeAfter, held bool, failed error) {
 	}
 	held = len(binds) > 0 && c.inflight != nil && c.inflight.backlogged(now, c.cfg.MaxNotSent, c.cfg.MaxInflight.Milliseconds())
 	if held {
+		c.latencyHeld(now)
 		for _, b := range binds {
 			if err := b.src.Err(); err != nil {
 				c.failSource(b, err)
@@ -65,6 +69,11 @@ func (c *Conn) gather(now time.Time) (closeAfter, held bool, failed error) {
 	return closeAfter, false, failed
 }
 
+// keepControl is how many queued control messages a connection keeps room
+// for between batches: after the connect and play exchange a viewer gets a
+// few (acknowledgements, pings), not a batch.
+const keepControl = 2
+
 // failSource queues what the peer is told when b's source ended with err.
 func (c *Conn) failSource(b *binding, err error) {
 	if b.onErr != nil {
@@ -88,6 +97,7 @@ func (c *Conn) appendFrame(b *binding, f *av.Frame) {
 			c.batchMedia, c.batchFirst = true, f.Timestamp
 		}
 		c.batchLast = f.Timestamp
+		c.latencyFrame(b, f)
 	}
 	switch f.Kind {
 	case av.KindAudio, av.KindVideo, av.KindData:

@@ -108,6 +108,7 @@ func (c *Conn) writeLoop() {
 			}
 			lastFlush = now
 			c.wrote(pending)
+			c.latencyWritten()
 			if failed != nil {
 				c.Close(failed)
 				return

@@ -24,6 +24,8 @@ type FloorResult struct {
 	CPUPerViewerMin float64 `json:"cpu_s_per_viewer_minute"`
 	DeliveredMbps   float64 `json:"delivered_mbps"`
 	Mode            string  `json:"mode"`
+	// WritesPerViewerSec is its writev calls per viewer and second.
+	WritesPerViewerSec float64 `json:"writes_per_viewer_s"`
 }
 
 // floorArgs is the mode the floor runs in: the cheapest of the program's
@@ -58,11 +60,12 @@ func runFloor(ctx context.Context, bin, workDir string, n int, d time.Duration) 
 		return FloorResult{}, err
 	}
 	var r struct {
-		CPU  float64 `json:"fan_cpu_s_per_viewer_min"`
-		Mbps float64 `json:"delivered_mbps"`
+		CPU    float64 `json:"fan_cpu_s_per_viewer_min"`
+		Mbps   float64 `json:"delivered_mbps"`
+		Writes float64 `json:"write_calls_per_s"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		return FloorResult{}, fmt.Errorf("floor report: %w", err)
 	}
-	return FloorResult{Viewers: n, CPUPerViewerMin: r.CPU, DeliveredMbps: r.Mbps, Mode: "pool k=2 100ms"}, nil
+	return FloorResult{Viewers: n, CPUPerViewerMin: r.CPU, DeliveredMbps: r.Mbps, Mode: "pool k=2 100ms", WritesPerViewerSec: r.Writes / float64(n)}, nil
 }

@@ -61,7 +61,14 @@ http {
 
 // HLSResult is one server at one audience size.
 type HLSResult struct {
-	Server  string `json:"server"`
+	// Server is "nginx-rtmp", or the relaymesh entry played: "relaymesh"
+	// (index.m3u8, the default ladder: video and the separate audio
+	// rendition) or "relaymesh-muxed" (muxed.m3u8: audio inside the video
+	// segments, as nginx-rtmp's one TS rendition).
+	Server string `json:"server"`
+	// Beside names the relaymesh entry measured in the same window (nginx
+	// rows only).
+	Beside  string `json:"beside,omitempty"`
 	Viewers int    `json:"viewers"`
 	Playing int    `json:"playing"`
 	// CPUSeconds over the window; CPUPerMin per minute of it (packaging
@@ -81,35 +88,55 @@ type HLSResult struct {
 // HLSServer sums up one server over the audience sizes.
 type HLSServer struct {
 	Server string `json:"server"`
+	Beside string `json:"beside,omitempty"`
 	// CPUPerAddedViewer is the slope of CPU-s per minute between the
 	// smallest and the largest audience: what one more viewer costs.
 	CPUPerAddedViewer float64 `json:"cpu_s_per_min_per_added_viewer"`
 }
 
-// HLSRatio compares relaymesh to nginx-rtmp (below 1: relaymesh is cheaper).
+// HLSRatio compares a relaymesh entry to nginx-rtmp measured in the same
+// window (below 1: relaymesh is cheaper).
 type HLSRatio struct {
+	Relaymesh string  `json:"relaymesh"`
 	Viewers   int     `json:"viewers"`
 	CPUPerMin float64 `json:"cpu_per_min"`
 }
 
-// HLSReport is a RunHLS comparison.
-type HLSReport struct {
-	Duration      string      `json:"window"`
-	BitrateKbps   int         `json:"bitrate_kbps"`
-	Reload        string      `json:"reload"`
-	Started       time.Time   `json:"started"`
-	Results       []HLSResult `json:"results"`
-	Servers       []HLSServer `json:"servers"`
-	Ratios        []HLSRatio  `json:"ratios"`
-	PerAddedRatio float64     `json:"cpu_per_added_viewer_ratio"`
+// HLSPerAdded is the per-added-viewer ratio of a relaymesh entry to the
+// nginx-rtmp windows beside it.
+type HLSPerAdded struct {
+	Relaymesh string  `json:"relaymesh"`
+	Ratio     float64 `json:"ratio"`
 }
 
+// HLSReport is a RunHLS comparison.
+type HLSReport struct {
+	Duration    string      `json:"window"`
+	BitrateKbps int         `json:"bitrate_kbps"`
+	Reload      string      `json:"reload"`
+	Started     time.Time   `json:"started"`
+	Results     []HLSResult `json:"results"`
+	Servers     []HLSServer `json:"servers"`
+	Ratios      []HLSRatio  `json:"ratios"`
+	// PerAddedRatio is the first entry's (the default ladder's) ratio per
+	// added viewer; PerAdded has every entry's.
+	PerAddedRatio float64       `json:"cpu_per_added_viewer_ratio"`
+	PerAdded      []HLSPerAdded `json:"per_added"`
+}
+
+// The relaymesh entries RunHLS can measure (Config.HLSEntries).
+const (
+	EntryIndex = "index" // index.m3u8: the ladder, top rung, separate audio
+	EntryMuxed = "muxed" // muxed.m3u8: the audio inside full's segments
+)
+
 // RunHLS compares the HLS serving of a relaymesh relay and an nginx-rtmp
-// edge with hls on, pulling the same primary: for each audience size, both
+// edge with hls on, pulling the same primary: for each audience size and
+// each relaymesh entry (Config.HLSEntries, default index then muxed), both
 // servers get the same swarm of plain HLS clients at the same time
-// (playlists every Reload, each whole segment once, relaymesh's separate
-// audio rendition too) for one window, and their CPU time is read from
-// /proc around it.
+// (playlists every Reload, each whole segment once) for one window, and
+// their CPU time is read from /proc around it. nginx-rtmp is measured again
+// beside every entry, so each ratio compares one window.
 func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
 	if len(cfg.Viewers) == 0 {
 		cfg.Viewers = []int{1, 20}
@@ -126,9 +153,18 @@ func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
 	if cfg.Warmup <= 0 {
 		cfg.Warmup = 15 * time.Second
 	}
+	if len(cfg.HLSEntries) == 0 {
+		cfg.HLSEntries = []string{EntryIndex, EntryMuxed}
+	}
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	type server struct {
+		name string
+		url  string
+		pids func() []int
+	}
+	var relays []server
 	cleanup, err := cfg.workDir()
 	if err != nil {
 		return nil, err
@@ -141,14 +177,17 @@ func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	servers := []struct {
-		name string
-		url  string
-		pids func() []int
-	}{
-		{"relaymesh", "http://" + e.relayHTTP + "/hls/live/bench/index.m3u8", e.relayPIDs},
-		{"nginx-rtmp", "http://" + e.nginxHTTP + "/hls/bench.m3u8", e.nginxPIDs},
+	for _, en := range cfg.HLSEntries {
+		switch en {
+		case EntryIndex:
+			relays = append(relays, server{"relaymesh", "http://" + e.relayHTTP + "/hls/live/bench/index.m3u8", e.relayPIDs})
+		case EntryMuxed:
+			relays = append(relays, server{"relaymesh-muxed", "http://" + e.relayHTTP + "/hls/live/bench/muxed.m3u8", e.relayPIDs})
+		default:
+			return nil, fmt.Errorf("HLS entry %q: want %s or %s", en, EntryIndex, EntryMuxed)
+		}
 	}
+	nginx := server{"nginx-rtmp", "http://" + e.nginxHTTP + "/hls/bench.m3u8", e.nginxPIDs}
 	swarm := func(url string, n int, d time.Duration, pids []int) (*httpswarm.Report, error) {
 		return httpswarm.Run(ctx, httpswarm.Config{URL: url, Proto: httpswarm.HLS, Clients: n, Duration: d,
 			LowLatency: httpswarm.LLOff, Reload: cfg.Reload, Rendition: "top", PIDs: pids})
@@ -156,7 +195,8 @@ func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
 	// Both servers must have a playlist before anyone is measured: nginx
 	// writes its first one after a pull and a whole fragment, later on a
 	// busy machine than any fixed warm-up allows.
-	for _, s := range servers {
+	all := append(append([]server{}, relays...), nginx)
+	for _, s := range all {
 		if err := waitPlaylist(ctx, s.url, time.Minute); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
@@ -164,7 +204,7 @@ func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
 	// Warm up: nginx's first fragments, relaymesh's pull and packager.
 	fmt.Fprintf(cfg.Progress, "warming up both servers (%s)\n", cfg.Warmup)
 	var wg sync.WaitGroup
-	for _, s := range servers {
+	for _, s := range all {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -173,70 +213,90 @@ func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
 	}
 	wg.Wait()
 	rep := &HLSReport{Duration: cfg.Duration.String(), BitrateKbps: cfg.BitrateKbps, Reload: cfg.Reload.String(), Started: time.Now()}
-	byServer := map[string]map[int]HLSResult{}
+	// byPair[relay name][server name][viewers]
+	byPair := map[string]map[string]map[int]HLSResult{}
 	for _, n := range cfg.Viewers {
-		fmt.Fprintf(cfg.Progress, "both servers, %d viewers each, %s\n", n, cfg.Duration)
-		results := make([]HLSResult, len(servers))
-		errs := make([]error, len(servers))
-		for i, s := range servers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r, err := swarm(s.url, n, cfg.Duration, s.pids())
+		for _, relay := range relays {
+			fmt.Fprintf(cfg.Progress, "%s and nginx-rtmp, %d viewers each, %s\n", relay.name, n, cfg.Duration)
+			pair := []server{relay, nginx}
+			results := make([]HLSResult, len(pair))
+			errs := make([]error, len(pair))
+			for i, s := range pair {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r, err := swarm(s.url, n, cfg.Duration, s.pids())
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					res := HLSResult{Server: s.name, Viewers: n, Playing: r.All.Started, Requests: r.Requests,
+						Mbps: r.Mbps, StartupP50: r.All.StartupMs.P50, Stalls: r.All.Stalls}
+					if s.name == nginx.name {
+						res.Beside = relay.name
+					}
+					if len(r.Errors) > 0 {
+						res.Errors = r.Errors
+					}
+					if sv := r.Server; sv != nil {
+						res.CPUSeconds, res.CPUPerMin, res.RSSMiB = sv.CPUSeconds, sv.CPUPerMin, sv.RSSMiB
+					}
+					total := 0
+					for _, v := range r.Requests {
+						total += v
+					}
+					if r.ViewerMinutes > 0 {
+						res.RequestsPerViewer = float64(total) / r.ViewerMinutes
+					}
+					results[i] = res
+				}()
+			}
+			wg.Wait()
+			for _, err := range errs {
 				if err != nil {
-					errs[i] = err
-					return
+					return rep, err
 				}
-				res := HLSResult{Server: s.name, Viewers: n, Playing: r.All.Started, Requests: r.Requests,
-					Mbps: r.Mbps, StartupP50: r.All.StartupMs.P50, Stalls: r.All.Stalls}
-				if len(r.Errors) > 0 {
-					res.Errors = r.Errors
-				}
-				if sv := r.Server; sv != nil {
-					res.CPUSeconds, res.CPUPerMin, res.RSSMiB = sv.CPUSeconds, sv.CPUPerMin, sv.RSSMiB
-				}
-				total := 0
-				for _, v := range r.Requests {
-					total += v
-				}
-				if r.ViewerMinutes > 0 {
-					res.RequestsPerViewer = float64(total) / r.ViewerMinutes
-				}
-				results[i] = res
-			}()
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				return rep, err
 			}
-		}
-		for _, r := range results {
-			rep.Results = append(rep.Results, r)
-			if byServer[r.Server] == nil {
-				byServer[r.Server] = map[int]HLSResult{}
+			if byPair[relay.name] == nil {
+				byPair[relay.name] = map[string]map[int]HLSResult{}
 			}
-			byServer[r.Server][n] = r
-		}
-		if b := byServer["nginx-rtmp"][n].CPUPerMin; b > 0 {
-			rep.Ratios = append(rep.Ratios, HLSRatio{Viewers: n, CPUPerMin: byServer["relaymesh"][n].CPUPerMin / b})
+			for _, r := range results {
+				rep.Results = append(rep.Results, r)
+				if byPair[relay.name][r.Server] == nil {
+					byPair[relay.name][r.Server] = map[int]HLSResult{}
+				}
+				byPair[relay.name][r.Server][n] = r
+			}
+			if b := byPair[relay.name][nginx.name][n].CPUPerMin; b > 0 {
+				rep.Ratios = append(rep.Ratios, HLSRatio{Relaymesh: relay.name, Viewers: n, CPUPerMin: byPair[relay.name][relay.name][n].CPUPerMin / b})
+			}
 		}
 	}
 	lo, hi := cfg.Viewers[0], cfg.Viewers[0]
 	for _, n := range cfg.Viewers {
 		lo, hi = min(lo, n), max(hi, n)
 	}
-	slope := map[string]float64{}
-	for _, s := range servers {
-		var per float64
-		if hi > lo {
-			per = (byServer[s.name][hi].CPUPerMin - byServer[s.name][lo].CPUPerMin) / float64(hi-lo)
+	for k, relay := range relays {
+		slope := map[string]float64{}
+		for _, name := range []string{relay.name, nginx.name} {
+			var per float64
+			if hi > lo {
+				per = (byPair[relay.name][name][hi].CPUPerMin - byPair[relay.name][name][lo].CPUPerMin) / float64(hi-lo)
+			}
+			slope[name] = per
+			sv := HLSServer{Server: name, CPUPerAddedViewer: per}
+			if name == nginx.name {
+				sv.Beside = relay.name
+			}
+			rep.Servers = append(rep.Servers, sv)
 		}
-		slope[s.name] = per
-		rep.Servers = append(rep.Servers, HLSServer{Server: s.name, CPUPerAddedViewer: per})
-	}
-	if slope["nginx-rtmp"] > 0 {
-		rep.PerAddedRatio = slope["relaymesh"] / slope["nginx-rtmp"]
+		if slope[nginx.name] > 0 {
+			ratio := slope[relay.name] / slope[nginx.name]
+			rep.PerAdded = append(rep.PerAdded, HLSPerAdded{Relaymesh: relay.name, Ratio: ratio})
+			if k == 0 {
+				rep.PerAddedRatio = ratio
+			}
+		}
 	}
 	return rep, nil
 }

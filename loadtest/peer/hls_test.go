@@ -48,7 +48,8 @@ func TestRunHLS(t *testing.T) {
 	}
 	// A ratio is left out where nginx-rtmp's CPU time in the short window
 	// rounds to 0 (/proc counts in 10 ms steps).
-	if len(r.Results) != 4 || len(r.Ratios) > 2 || len(r.Servers) != 2 {
+	// Two entries (index, muxed), each beside nginx-rtmp, at two sizes.
+	if len(r.Results) != 8 || len(r.Ratios) > 4 || len(r.Servers) != 4 {
 		t.Fatalf("%+v", r)
 	}
 	for _, x := range r.Results {

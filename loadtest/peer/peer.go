@@ -33,6 +33,10 @@ type Config struct {
 	BitrateKbps int           // video bitrate of the test stream (default 2500)
 	WorkDir     string        // for logs and the nginx prefix (default: a temp dir)
 	RelayConfig string        // configuration file for the relaymesh relay (optional)
+	// RelayGOMAXPROCS, when above 0, runs the relay under test with that
+	// GOMAXPROCS (default: the Go runtime's, every core), e.g. 1 to match
+	// nginx-rtmp's one worker process.
+	RelayGOMAXPROCS int
 	// FloorDir is the source directory of the bare fan-out program; when
 	// it exists the floor is measured at every size in the same run
 	// (optional: the column is skipped without it).
@@ -41,12 +45,19 @@ type Config struct {
 	// writing every link in whole rounds (builds before rtmp.whole_rounds
 	// do that anyway and refuse the key).
 	PrimaryAdaptive bool
-	Progress        io.Writer
+	// ProfileDir, when set, receives a CPU profile of the relay over each
+	// steady window (relay-cpu-N.pprof) and a heap profile at its end
+	// (relay-heap-N.pprof), from the relay's /debug/pprof.
+	ProfileDir string
+	Progress   io.Writer
 
 	// HLS runs (RunHLS): nginx-rtmp's hls_fragment (default 2s, the GOP),
 	// and the playlist reload interval of the clients (default 500ms).
 	Fragment time.Duration
 	Reload   time.Duration
+	// HLSEntries are the relaymesh entries measured, each in its own
+	// windows beside nginx-rtmp (EntryIndex, EntryMuxed; default both).
+	HLSEntries []string
 	// Warmup is how long one client plays from each server before the
 	// first window (default 15s): nginx's first fragments, relaymesh's
 	// pull and packager.
@@ -71,6 +82,22 @@ type Result struct {
 	// HopLatency is what the server adds per hop: when a sampled viewer
 	// read a frame minus when a player reading the primary directly read it.
 	HopLatency LatencyStats `json:"hop_latency"`
+	// ServerLatency is the same hop measured by the relay itself (not for
+	// nginx-rtmp): per media frame of its sampled viewers, from its arrival
+	// in the hub to the return of the writev that handed it to the kernel,
+	// over the steady window.
+	ServerLatency *LatencyStats `json:"server_latency,omitempty"`
+	// ServerLatencyKeepingUp is ServerLatency of the frames of viewers
+	// whose socket took everything and whose media was not held back
+	// within the last second: the wait that is the server's alone.
+	ServerLatencyKeepingUp *LatencyStats `json:"server_latency_keeping_up,omitempty"`
+	// WritesPerViewerSec is the server's write system calls (writev and
+	// the like, /proc/PID/io) per viewer and second over the window.
+	WritesPerViewerSec float64 `json:"writes_per_viewer_s"`
+	// RunQueueMSPerSec is how long the server's threads waited for a CPU
+	// while runnable, ms per second of the window (summed over threads):
+	// the machine's other load, which shows in every latency figure.
+	RunQueueMSPerSec float64 `json:"run_queue_ms_per_s"`
 }
 
 // Report holds every result and the relaymesh/nginx ratios.
@@ -188,6 +215,7 @@ func startEnv(ctx context.Context, cfg Config, hls bool) (*env, error) {
 	}
 	e := &env{primary: ports[0], relayRTMP: ports[1], relayHTTP: ports[2], nginxRTMP: ports[4], nginxHTTP: ports[5]}
 	primaryHTTP := ports[3]
+	var env []string // of the next process started (nil: this one's)
 	start := func(name string, args ...string) (*exec.Cmd, error) {
 		logf, err := os.Create(filepath.Join(cfg.WorkDir, filepath.Base(name)+strconv.Itoa(len(e.procs))+".log"))
 		if err != nil {
@@ -195,6 +223,7 @@ func startEnv(ctx context.Context, cfg Config, hls bool) (*env, error) {
 		}
 		cmd := exec.Command(name, args...)
 		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.Env, env = env, nil
 		if err := cmd.Start(); err != nil {
 			return nil, err
 		}
@@ -219,6 +248,12 @@ func startEnv(ctx context.Context, cfg Config, hls bool) (*env, error) {
 	relayArgs := []string{"relay", "--id", "bench", "--upstream", "rtmp://" + e.primary, "--rtmp", e.relayRTMP, "--http", e.relayHTTP, "--log-level", "warn", "--linger", "10m"}
 	if cfg.RelayConfig != "" {
 		relayArgs = append(relayArgs, "--config", cfg.RelayConfig)
+	}
+	if cfg.RelayGOMAXPROCS > 0 {
+		env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(cfg.RelayGOMAXPROCS))
+	}
+	if cfg.ProfileDir != "" {
+		relayArgs = append(relayArgs, "--pprof")
 	}
 	var err error
 	if e.relay, err = start(cfg.Bin, relayArgs...); err != nil {
@@ -308,15 +343,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		name string
 		addr string
 		pids func() []int
+		http string // the server's status endpoint ("": none)
 	}{
-		{"relaymesh", e.relayRTMP, e.relayPIDs},
-		{"nginx-rtmp", e.nginxRTMP, e.nginxPIDs},
+		{"relaymesh", e.relayRTMP, e.relayPIDs, "http://" + e.relayHTTP},
+		{"nginx-rtmp", e.nginxRTMP, e.nginxPIDs, ""},
 	}
 	for _, n := range cfg.Viewers {
 		byServer := map[string]Result{}
 		for _, s := range servers {
 			fmt.Fprintf(cfg.Progress, "%s, %d viewers, %s\n", s.name, n, cfg.Duration)
-			r, err := measure(ctx, cfg, s.name, "rtmp://"+s.addr+"/live/bench", primaryURL, n, s.pids)
+			r, err := measure(ctx, cfg, s.name, "rtmp://"+s.addr+"/live/bench", primaryURL, n, s.pids, s.http)
 			if err != nil {
 				return rep, err
 			}
@@ -390,7 +426,7 @@ func waitListening(ctx context.Context, addr string) error {
 
 // measure runs one swarm against one server and reads the server's CPU
 // time and memory around it.
-func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n int, pids func() []int) (Result, error) {
+func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n int, pids func() []int, status string) (Result, error) {
 	// Warm the edge up (its upstream pull) before measuring.
 	if _, err := swarm.Run(ctx, swarm.Config{URL: url, Viewers: 1, Duration: 3 * time.Second}); err != nil {
 		return Result{}, err
@@ -415,7 +451,10 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 	// CPU is read over those Duration seconds with every viewer playing
 	// (steady: no handshakes, no join bursts, the same way the floor is
 	// measured), and its RSS is the largest of once a second then.
-	type steady struct{ cpu, rss float64 }
+	type steady struct {
+		cpu, rss, writes, rq float64
+		lat, latUp           *LatencyStats
+	}
 	window := make(chan steady, 1)
 	go func() {
 		select {
@@ -424,7 +463,25 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 			return
 		case <-time.After(ramp + time.Second):
 		}
-		cpu0 := proc.CPUSeconds(pids())
+		var lat0 histograms
+		if status != "" {
+			lat0, _ = scrapeHistogram(ctx, status+"/metrics", writeLatencyMetric, "viewer")
+			if cfg.ProfileDir != "" {
+				go profile(ctx, status, cfg.ProfileDir, n, cfg.Duration)
+			}
+		}
+		latency := func() (all, up *LatencyStats) {
+			if lat0 == nil {
+				return nil, nil
+			}
+			lat1, err := scrapeHistogram(ctx, status+"/metrics", writeLatencyMetric, "viewer")
+			if err != nil {
+				return nil, nil
+			}
+			a, u := serverLatency(lat0[""], lat1[""]), serverLatency(lat0["keeping_up"], lat1["keeping_up"])
+			return &a, &u
+		}
+		cpu0, writes0, rq0 := proc.CPUSeconds(pids()), writeCalls(pids()), runQueueWait(pids())
 		var m float64
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
@@ -435,7 +492,8 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 				window <- steady{}
 				return
 			case <-end:
-				window <- steady{proc.CPUSeconds(pids()) - cpu0, max(m, proc.RSSMiB(pids()))}
+				all, up := latency()
+				window <- steady{proc.CPUSeconds(pids()) - cpu0, max(m, proc.RSSMiB(pids())), writeCalls(pids()) - writes0, runQueueWait(pids()) - rq0, all, up}
 				return
 			case <-t.C:
 				m = max(m, proc.RSSMiB(pids()))
@@ -461,6 +519,10 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 	if cpu > 0 {
 		r.MbpsPerCore = sr.Mbps / (cpu / wall)
 	}
+	if sr.Connected > 0 {
+		r.WritesPerViewerSec = w.writes / float64(sr.Connected) / wall
+	}
+	r.RunQueueMSPerSec = w.rq * 1000 / wall
 	var frames float64
 	for _, v := range sr.PerViewer {
 		if v.Gaps > 0 {
@@ -475,6 +537,7 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 		return r, fmt.Errorf("reference player on the primary: %w", err)
 	}
 	r.HopLatency = lat.stats()
+	r.ServerLatency, r.ServerLatencyKeepingUp = w.lat, w.latUp
 	return r, nil
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/relaymesh/relaymesh/topology/distance"
 	"github.com/relaymesh/relaymesh/topology/graph"
+	"github.com/relaymesh/relaymesh/topology/scaling"
 )
 
 // The capacity-aware oracle: at every sample interval, the moment's
@@ -23,11 +24,11 @@ import (
 // rounded up — summed over time are the offline minimum of relay-seconds.
 //
 // The watermark: a controller keeps every relay below High × capacity (the
-// headroom that absorbs growth while a new relay starts and the load
-// reports are a sample old), so a minimum that packed relays to 100 %
-// would ask it to run above its own target on average; the controller's
-// relays at the watermark alone cost 1/High (1.25×) of such a minimum. The
-// minimum at 100 % is still reported (RelaySecondsPacked).
+// margin for loads a sample old; its headroom for growth is in the load it
+// provisions for), so the same placement at the watermark is reported
+// beside the minimum at 100 % (RelaySecondsPacked, the goal's): the
+// controller's relays at the watermark alone cost 1/High of the packed
+// minimum (1.05× at the default 0.95).
 
 type oraclePair struct {
 	aud     int
@@ -62,7 +63,7 @@ type oracle struct {
 func newOracle(r *run) *oracle {
 	o := &oracle{locs: make([]oracleLoc, r.table.NumDests()), high: r.sc.Scaling.High}
 	if o.high <= 0 || o.high > 1 {
-		o.high = 0.8 // the scaling default
+		o.high = scaling.DefaultHigh
 	}
 	prim := r.g.Primary()
 	for i, s := range r.g.Servers() {

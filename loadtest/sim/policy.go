@@ -47,7 +47,8 @@ func ControllerConfig(sc *Scenario) controller.Config {
 		Demand: demand.Config{K: sc.Demand.K, Threshold: sc.Demand.Threshold, HalfLife: sc.Demand.HalfLife,
 			Floor: sc.Demand.Floor, DefaultCap: sc.Demand.DefaultCap},
 		Scaling: scaling.Config{High: sc.Scaling.High, Low: sc.Scaling.Low, Hold: sc.Scaling.Hold, MinLifetime: sc.Scaling.MinLifetime,
-			Horizon: sc.Scaling.Horizon, Window: sc.Scaling.Window, DrainTimeout: sc.Scaling.DrainTimeout},
+			Horizon: sc.Scaling.Horizon, Window: sc.Scaling.Window, DrainTimeout: sc.Scaling.DrainTimeout,
+			Margin: sc.Scaling.Margin, Settle: sc.Scaling.Settle},
 		FanOut:    sc.FanOut,
 		StatusTTL: sc.StatusTTL,
 	}

@@ -132,6 +132,8 @@ type ScalingSpec struct {
 	Horizon      time.Duration `yaml:"horizon"`
 	Window       int           `yaml:"window"`
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	Margin       float64       `yaml:"margin"`
+	Settle       time.Duration `yaml:"settle"`
 }
 
 // LoadScenario reads a scenario file; a graph path in it is relative to

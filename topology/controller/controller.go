@@ -46,6 +46,11 @@ type Config struct {
 	// watched, so that a relay coming back after dying is placed again for
 	// the streams it carried. Default the demand half-life (60 s).
 	Replace time.Duration
+	// Pressure is the share of one relay's worth of viewers (High ×
+	// capacity) that, served farther away while a location's relays are
+	// full, opens one more relay there (docs/topology.md, "Pressure").
+	// Default 0.5.
+	Pressure float64
 }
 
 func (c *Config) defaults() {
@@ -60,6 +65,9 @@ func (c *Config) defaults() {
 	}
 	if c.EndGrace <= 0 {
 		c.EndGrace = 30 * time.Second
+	}
+	if c.Pressure <= 0 || c.Pressure > 1 {
+		c.Pressure = 0.5
 	}
 	if c.Replace <= 0 {
 		c.Replace = c.Demand.HalfLife
@@ -192,6 +200,7 @@ type Controller struct {
 	near    [][]int // per vertex: the nearest relay-pool destinations, nearest first (small graphs)
 	nearBuf []int   // nearPools' buffer on large graphs
 	pool    []bool  // per destination: has relay servers
+	poolSrv [][]int // per destination: its relay servers
 	press   map[[2]int]*pressureCell
 	locs    map[[2]int]*locLoad // (stream, dest) → load and capacity of its relays there
 	free    map[[2]int]bool     // (stream, dest) → its pool has a free server (this tick)
@@ -215,6 +224,12 @@ func New(cfg Config, g *graph.Graph) *Controller {
 	for i, s := range g.Servers() {
 		c.destOf[i] = table.DestIndex(s.Vertex)
 	}
+	c.scaler.SetDistance(func(from, to graph.VertexID) float32 {
+		if j := table.DestIndex(to); j >= 0 {
+			return table.Dist(from, j)
+		}
+		return distance.Inf
+	})
 	c.autoH = cfg.Scaling.Horizon <= 0
 	c.initPressure()
 	return c

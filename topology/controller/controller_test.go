@@ -129,7 +129,7 @@ func TestEndGrace(t *testing.T) {
 }
 
 // A crowd whose own location is hosted but full is served from elsewhere;
-// its requests build pressure there, and at one relay's worth a relay
+// its requests build pressure there, and at half a relay's worth a relay
 // opens at that location from its own pool — not where the region's
 // other relays are.
 func TestPressureOpensWhereTheUnservedAre(t *testing.T) {
@@ -162,19 +162,119 @@ func TestPressureOpensWhereTheUnservedAre(t *testing.T) {
 	if ds := c.Apply(Event{Time: t0, Kind: EvDemand, Stream: "live/a", Vertex: vin, N: 20, Nearest: 0}, nil); len(ds) != 0 {
 		t.Fatalf("with room: %v", ds)
 	}
-	// IN full: seven requests are not yet a relay's worth (0.8 × 10), the
-	// eighth is.
+	// IN full: four requests are not yet half a relay's worth (0.5 ×
+	// 0.95 × 10), the fifth is.
 	status(10)
-	if ds := c.Apply(Event{Time: t0, Kind: EvDemand, Stream: "live/a", Vertex: vin, N: 7, Nearest: 0}, nil); len(ds) != 0 {
-		t.Fatalf("below a relay's worth: %v", ds)
+	if ds := c.Apply(Event{Time: t0, Kind: EvDemand, Stream: "live/a", Vertex: vin, N: 4, Nearest: 0}, nil); len(ds) != 0 {
+		t.Fatalf("below half a relay's worth: %v", ds)
 	}
 	d := only(t, c.Apply(Event{Time: t0, Kind: EvDemand, Stream: "live/a", Vertex: vin, N: 1, Nearest: 0}, nil), Open)
 	if d.Server != server(t, g, "in-2") || !strings.Contains(d.Reason, "served farther away") {
 		t.Fatalf("open %+v", d)
 	}
-	// The starting relay counts as capacity at IN: more requests before
-	// the next status open nothing.
-	if ds := c.Apply(Event{Time: t0, Kind: EvDemand, Stream: "live/a", Vertex: vin, N: 50, Nearest: 0}, nil); len(ds) != 0 {
+	// The starting relay counts as capacity at IN: the requests its room
+	// takes before the next status open nothing.
+	if ds := c.Apply(Event{Time: t0, Kind: EvDemand, Stream: "live/a", Vertex: vin, N: 8, Nearest: 0}, nil); len(ds) != 0 {
 		t.Fatalf("while in-2 starts: %v", ds)
+	}
+}
+
+// Requests taken as served at a location since its relays' last report
+// count against its room: a crowd that fills a starting relay before it
+// reports builds pressure for the next one, rather than waiting for the
+// status to show the relay full.
+func TestPressureCountsRequestsSinceTheLastReport(t *testing.T) {
+	g, err := graph.World(
+		graph.Server{ID: "p", Location: "eu", Role: graph.RolePrimary, CapacityViewers: 1000},
+		graph.Server{ID: "in-1", Location: "IN", CapacityViewers: 10},
+		graph.Server{ID: "in-2", Location: "IN", CapacityViewers: 10},
+		graph.Server{ID: "in-3", Location: "IN", CapacityViewers: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(Config{}, g)
+	id, _ := c.Stream("live/a")
+	in1 := server(t, g, "in-1")
+	if !c.Adopt(t0, in1, id, g.Primary(), Serving, t0) {
+		t.Fatal("adopt")
+	}
+	vin := vertex(t, g, "IN")
+	c.Status(t0, in1, []Load{{Stream: "live/a", Viewers: 2}}, nil)
+	c.Status(t0, g.Primary(), nil, nil)
+	c.Tick(t0, nil)
+	demand := func(n float64) []Decision {
+		return c.Apply(Event{Time: t0, Kind: EvDemand, Stream: "live/a", Vertex: vin, N: n, Nearest: 0}, nil)
+	}
+	// 2 viewers reported; 7 requests fit below 0.95 × 10 and are taken as
+	// served there.
+	if ds := demand(7); len(ds) != 0 {
+		t.Fatalf("with room: %v", ds)
+	}
+	// 2 + 7 = 9 ≥ 9.5 is false: one more still fits; then the location is
+	// full and five more requests (half a relay's worth) open the next.
+	if ds := demand(1); len(ds) != 0 {
+		t.Fatalf("last room: %v", ds)
+	}
+	var opened []Decision
+	for range 5 {
+		opened = append(opened, demand(1)...)
+	}
+	if len(opened) != 1 || opened[0].Action != Open || !strings.Contains(opened[0].Reason, "since their last report") {
+		t.Fatalf("opened %v", opened)
+	}
+	// A tick forgets the requests counted: the next report has them.
+	c.Status(t0.Add(2*time.Second), in1, []Load{{Stream: "live/a", Viewers: 3}}, nil)
+	c.Status(t0.Add(2*time.Second), g.Primary(), nil, nil)
+	c.Tick(t0.Add(2*time.Second), nil)
+	if ds := demand(5); len(ds) != 0 {
+		t.Fatalf("after the report: %v", ds)
+	}
+}
+
+// A location whose servers are all down does not stop the search for the
+// location that should serve a crowd: its requests build pressure at the
+// next nearest one that hosts the stream.
+func TestPressureSkipsALocationThatIsDown(t *testing.T) {
+	g, err := graph.World(
+		graph.Server{ID: "p", Location: "eu", Role: graph.RolePrimary, CapacityViewers: 1000},
+		graph.Server{ID: "in-1", Location: "IN", CapacityViewers: 10},
+		graph.Server{ID: "in-2", Location: "IN", CapacityViewers: 10},
+		graph.Server{ID: "jp-1", Location: "JP", CapacityViewers: 10},
+		graph.Server{ID: "jp-2", Location: "JP", CapacityViewers: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(Config{}, g)
+	id, _ := c.Stream("live/a")
+	in1, in2, jp1 := server(t, g, "in-1"), server(t, g, "in-2"), server(t, g, "jp-1")
+	for _, srv := range []int{in1, jp1} {
+		if !c.Adopt(t0, srv, id, g.Primary(), Serving, t0) {
+			t.Fatal("adopt")
+		}
+	}
+	c.Status(t0, in1, []Load{{Stream: "live/a", Viewers: 10}}, nil)
+	c.Status(t0, in2, nil, nil)
+	// IN goes silent; JP is nearly full (9 of 10: below the scaler's high
+	// watermark, so the region opens nothing itself).
+	later := t0.Add(11 * time.Second)
+	c.Status(later, jp1, []Load{{Stream: "live/a", Viewers: 9}}, nil)
+	c.Status(later, server(t, g, "jp-2"), nil, nil)
+	c.Status(later, g.Primary(), nil, nil)
+	downs := 0
+	for _, d := range c.Tick(later, nil) {
+		if d.Action == Down {
+			downs++
+		}
+	}
+	if downs != 2 {
+		t.Fatalf("%d servers down, want IN's 2", downs)
+	}
+	// One request fills JP; five more (half a relay's worth) open jp-2.
+	var opened []Decision
+	for range 6 {
+		opened = append(opened, c.Apply(Event{Time: later, Kind: EvDemand, Stream: "live/a", Vertex: vertex(t, g, "IN"), N: 1, Nearest: 0}, nil)...)
+	}
+	if len(opened) != 1 || opened[0].Server != server(t, g, "jp-2") || !strings.Contains(opened[0].Reason, "around JP") {
+		t.Fatalf("opened %v", opened)
 	}
 }

@@ -16,14 +16,21 @@ import (
 // region) and its location never looks busier. So every request from
 // vertex v is also charged to the location that should serve it: the
 // nearest relay-pool location of v that hosts the stream and still has a
-// free server, skipping (and stopping at) locations with room. If that
-// location's relays — serving and starting alike — are above the high
-// watermark, the request was served farther away: it adds one viewer to
-// the location's pressure. Pressure decays with the demand half-life;
-// when it reaches one relay's worth of viewers (High × capacity), a relay
-// opens there (from its own pool, never the reserve) and the pressure
-// drops by that much. A location the stream is not hosted at is the
-// demand bonus's business.
+// free server, skipping locations whose servers are all down and
+// stopping at locations with room. A location has room while its
+// relays' viewers at the last report, plus the requests taken as served
+// there since, are below the high watermark of their capacity (serving
+// and starting relays alike: a starting relay's room is committed to the
+// viewers it will take once it serves). Otherwise the request was served
+// farther away: it adds one viewer to the location's pressure. Pressure
+// decays with the demand half-life; when it reaches Config.Pressure (a
+// half by default) of one relay's worth of viewers (High × capacity), a
+// relay opens there (from its own pool, never the reserve) and the
+// pressure drops by that much. The new relay's room then takes the next
+// requests, so the relays opened follow the unserved demand: about one
+// per relay's worth of it, the first after half of one instead of a
+// whole. A location the stream is not hosted at is the demand bonus's
+// business.
 
 // nearCandidates is how many nearest pool locations per vertex are kept.
 const nearCandidates = 8
@@ -37,6 +44,7 @@ type locLoad struct {
 	viewers  float64 // reported by its relays at the last tick
 	capacity float64 // of its relays not draining, starting included
 	perRelay float64 // one relay's capacity there
+	pending  float64 // requests taken as served there since the last tick
 }
 
 func (c *Controller) initPressure() {
@@ -49,9 +57,11 @@ func (c *Controller) initPressure() {
 	}
 	c.lnHalf = math.Ln2 / float64(hl)
 	c.pool = make([]bool, c.table.NumDests())
+	c.poolSrv = make([][]int, c.table.NumDests())
 	for i, s := range c.g.Servers() {
 		if s.Role == graph.RoleRelay && c.destOf[i] >= 0 {
 			c.pool[c.destOf[i]] = true
+			c.poolSrv[c.destOf[i]] = append(c.poolSrv[c.destOf[i]], i)
 		}
 	}
 	if c.g.NumVertices() > maxNearCache {
@@ -96,11 +106,16 @@ func (c *Controller) pressure(now time.Time, s *stream, v graph.VertexID, n floa
 	for _, j := range js {
 		k := [2]int{s.id, j}
 		l := c.locs[k]
+
 		if l == nil || l.capacity == 0 {
+			if !c.poolUp(j) {
+				continue // every server there is down: the next location
+			}
 			return dst // not hosted there: the demand bonus's business
 		}
 		high := c.high()
-		if l.viewers < high*l.capacity {
+		if l.viewers+l.pending < high*l.capacity {
+			l.pending += n
 			return dst // room there: the request was served there
 		}
 		free, ok := c.free[k]
@@ -122,13 +137,13 @@ func (c *Controller) pressure(now time.Time, s *stream, v graph.VertexID, n floa
 		}
 		p.value += n
 		p.at = ns
-		worth := high * l.perRelay
+		worth := high * l.perRelay * c.cfg.Pressure
 		if math.IsInf(worth, 1) || p.value < worth {
 			return dst
 		}
 		loc := c.table.Dest(j)
-		why := fmt.Sprintf("%.0f requests from around %s served farther away while its relays (%.0f viewers over %.0f capacity, starting included) are above the high watermark: one relay's worth (%.0f)",
-			p.value, c.g.Location(loc).ID, l.viewers, l.capacity, worth)
+		why := fmt.Sprintf("%.0f requests from around %s served farther away while its relays (%.0f viewers and %.0f requests since their last report over %.0f capacity, starting included) are above the high watermark: %.2g of one relay's worth (%.0f)",
+			p.value, c.g.Location(loc).ID, l.viewers, l.pending, l.capacity, c.cfg.Pressure, worth)
 		d, ok := c.scaler.OpenInPool(now, s.id, loc, why)
 		if !ok {
 			c.free[k] = false
@@ -142,12 +157,7 @@ func (c *Controller) pressure(now time.Time, s *stream, v graph.VertexID, n floa
 }
 
 // high is the scaler's high watermark.
-func (c *Controller) high() float64 {
-	if h := c.cfg.Scaling.High; h > 0 {
-		return h
-	}
-	return 0.8
-}
+func (c *Controller) high() float64 { return c.scaler.High() }
 
 // measureLocations refreshes, at a tick, every (stream, location)'s load
 // and capacity from the relays and their last statuses.
@@ -172,4 +182,15 @@ func (c *Controller) measureLocations() {
 			l.viewers += c.viewers(srv, s.name)
 		}
 	}
+}
+
+// poolUp reports whether a relay server of destination j is not marked
+// down.
+func (c *Controller) poolUp(j int) bool {
+	for _, i := range c.poolSrv[j] {
+		if !c.down[i] {
+			return true
+		}
+	}
+	return false
 }

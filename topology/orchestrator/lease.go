@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,26 +15,45 @@ import (
 )
 
 // The lease. The leader renews it every Interval; the bucket's TTL
-// (LeaseTTL, 5 s by default) removes it when renewals stop, and a follower
-// then creates it. A slow or failed renewal does not end the leadership:
+// (LeaseTTL, 15 s by default) removes it when renewals stop, and a
+// follower then creates it. A follower does not wait for that when the
+// leader's connection is gone (follow, below): it takes the lease over
+// within about two intervals. The TTL is for a leader that is there but
+// cannot renew: a slow or failed renewal does not end the leadership:
 // the lease the last confirmed renewal wrote is valid until LeaseTTL after
 // that renewal was sent (the server stored it later, so it expires later),
 // and the leader keeps deciding until a margin before that, each renewal
-// waiting for its answer as long as the lease is valid (a slow server
-// still renews). Past that point it cannot be sure it holds the lease: it
-// pauses (no decisions, the leader gauge at 0) and keeps renewing over
-// the revision it last wrote. A renewal that succeeds then proves nobody
-// took the lease meanwhile (the write is conditional on that revision; an
+// waiting for its answer a few intervals at most (one lost with a NATS
+// server is sent again). The TTL is longer than a bucket's leader election
+// after the loss of a NATS server (4–9 s, when no write of the lease's
+// stream succeeds) and a short network cut, so those cost no pause. Past
+// the validity the leader cannot be sure it holds the lease: it pauses
+// (no decisions, the leader gauge at 0) and keeps renewing over the
+// revision it last wrote. A renewal that succeeds then proves nobody took
+// the lease meanwhile (the write is conditional on that revision; an
 // expired or rewritten key has another), and the leader resumes with its
-// state as it was: a NATS server lost under the lease's stream (whose
-// leader election takes seconds) or a loaded one does not cost a
-// takeover. It gives up when the lease is gone or held by another, or
-// after pausing for twice the TTL.
+// state as it was. It gives up when the lease is gone or held by another,
+// or after pausing for twice the TTL.
+
+// leaseTTL is the TTL the lease is kept by: the configured one, or the
+// bucket's when the server keeps a shorter one.
+func (o *Orchestrator) leaseTTL(b *bus.Buckets) time.Duration {
+	ttl := o.cfg.Buckets.LeaseTTL
+	if b != nil && b.LeaseTTL > 0 {
+		ttl = min(ttl, b.LeaseTTL)
+	}
+	return ttl
+}
 
 // leaseMargin is how long before the lease may lapse the leader pauses.
 func (o *Orchestrator) leaseMargin() time.Duration {
 	return min(o.cfg.Interval/2, o.cfg.Buckets.LeaseTTL/4)
 }
+
+// renewWait bounds the wait for one renewal's answer: long enough for a
+// loaded server, short enough that a request lost with a server is sent
+// again well within the lease's validity.
+func (o *Orchestrator) renewWait() time.Duration { return 4 * o.cfg.Interval }
 
 // leaseKeeper tells the leader loop whether it may decide.
 type leaseKeeper struct {
@@ -56,7 +76,8 @@ func (k *leaseKeeper) set(paused bool) {
 // keepLease renews the lease at revision rev, last written by a request
 // sent at sent, every Interval until ctx ends; it returns why it gave up.
 func (o *Orchestrator) keepLease(ctx context.Context, b *bus.Buckets, k *leaseKeeper, rev uint64, sent time.Time) error {
-	ttl, margin := o.cfg.Buckets.LeaseTTL, o.leaseMargin()
+	ttl := o.leaseTTL(b)
+	margin := min(o.leaseMargin(), ttl/4)
 	valid := sent.Add(ttl - margin)
 	t := time.NewTicker(o.cfg.Interval)
 	defer t.Stop()
@@ -74,10 +95,11 @@ func (o *Orchestrator) keepLease(ctx context.Context, b *bus.Buckets, k *leaseKe
 			o.leader.Store(false)
 			o.log.Warn("lease not confirmed in time: decisions paused while renewing", "err", lastErr)
 		}
-		// Wait for the answer while the lease is valid; once paused, an
-		// interval or two per attempt.
-		wait := valid.Sub(now)
-		if wait < o.cfg.Interval {
+		// Wait for the answer while the lease is valid (renewWait at
+		// most: the leader goes on deciding meanwhile, so never past the
+		// validity); once paused, two intervals per attempt.
+		wait := min(valid.Sub(now), o.renewWait())
+		if k.paused.Load() {
 			wait = 2 * o.cfg.Interval
 		}
 		rctx, cancel := context.WithTimeout(ctx, wait)
@@ -159,65 +181,176 @@ func (o *Orchestrator) answerPings() (func(), error) {
 	return func() { _ = sub.Unsubscribe() }, nil
 }
 
-// leaderWatch is a follower's view of the leader: the lease's revision,
-// since when it has not changed, and the pings left unanswered.
-type leaderWatch struct {
-	rev     uint64
-	since   time.Time
-	missing int
+// leaderProbe is a follower's view of the leader's connection: it asks on
+// bus.LeaderSubject every quarter interval, apart from the follower's
+// bucket reads (a slow one must not slow the pings) and without waiting
+// for the last ping's answer (one sent as the leader dies may wait for its
+// timeout), and remembers since when every answer has been "no
+// responders": no subscriber anywhere in the cluster, the leader's
+// connection is gone.
+type leaderProbe struct {
+	mu    sync.Mutex
+	since time.Time // when the current run of "no responders" began
+	n     int       // its length
+	rev   uint64    // the lease's revision the follower saw last
+	gone  chan struct{}
 }
 
-// watchLeader runs between a follower's attempts at the lease: when the
-// leader's connection is gone (two pings in a row answered "no
-// responders": no subscriber anywhere in the cluster) and the lease has
-// not been renewed for one and a half intervals, the leader is dead, and
-// the follower removes the lease, conditionally on the revision it saw
-// (a renewal meanwhile keeps it), rather than wait out its TTL. A live
-// leader answers, and renews: either keeps its lease.
-//
-// A lease that names this instance while it follows is its own: a Create
-// that timed out here but reached the server. It is taken (mine), valid
-// from when that Create was sent (the lease's Since).
-func (o *Orchestrator) watchLeader(ctx context.Context, b *bus.Buckets, w *leaderWatch) (rev uint64, sent time.Time, mine bool) {
-	ctx, cancel := context.WithTimeout(ctx, o.cfg.Interval)
-	defer cancel()
-	_, err := o.conn.NC.RequestWithContext(ctx, bus.LeaderSubject, nil)
-	switch {
-	case errors.Is(err, nats.ErrNoResponders):
-		w.missing++
-	case err == nil:
-		w.missing = 0
-	}
-	// A read that fails (a loaded server) changes nothing of what was seen.
-	e, err := b.Leader.Get(ctx, bus.LeaderKey)
-	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			*w = leaderWatch{}
+func newLeaderProbe() *leaderProbe { return &leaderProbe{gone: make(chan struct{}, 1)} }
+
+// The outcomes of a ping.
+const (
+	pingAnswered = iota
+	pingNoResponders
+	pingUnknown // a timeout, a lost connection: proves nothing
+)
+
+// record counts the outcome of a ping sent at sent and ended at at. An
+// answer ends the run of "no responders"; so does an unknown outcome of a
+// ping sent after the run began (the leader may be back), not of one sent
+// before.
+func (p *leaderProbe) record(sent, at time.Time, outcome int, enough func(time.Duration, int) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch outcome {
+	case pingAnswered:
+		p.since, p.n = time.Time{}, 0
+		return
+	case pingUnknown:
+		if p.n == 0 || !sent.Before(p.since) {
+			p.since, p.n = time.Time{}, 0
 		}
-		return 0, time.Time{}, false
+		return
+	}
+	if p.n == 0 {
+		p.since = at
+	}
+	p.n++
+	if enough(at.Sub(p.since), p.n) {
+		select {
+		case p.gone <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// absent says for how long and how many answers in a row the holder of
+// the lease at revision rev, written at written (the server's time), has
+// been missing (0, 0: it answered last). A revision written after the run
+// of "no responders" began starts the count again: its leader was alive
+// then (a new one, or a renewal), whatever the pings said. (Revisions only
+// grow; an older one is a replica behind. A clock ahead of the server's
+// by less than an interval only delays this to the next renewal.)
+func (p *leaderProbe) absent(rev uint64, written, now time.Time) (time.Duration, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if rev > p.rev {
+		p.rev = rev
+		if p.n > 0 && written.After(p.since) {
+			p.since, p.n = time.Time{}, 0
+		}
+	}
+	if p.n == 0 {
+		return 0, 0
+	}
+	return now.Sub(p.since), p.n
+}
+
+// leaderGone is when a follower takes a silent leader's lease: the leader
+// missing for one and a half intervals and at least four pings in a row.
+// A leader whose NATS server died reconnects to another well within that
+// (its subscription comes back with it); one that was killed never does.
+func (o *Orchestrator) leaderGone(d time.Duration, n int) bool {
+	return n >= 4 && d >= o.cfg.Interval*3/2
+}
+
+// probeLeader pings the leader until ctx ends (not while this instance
+// leads: it would answer itself), a ping every quarter interval, each
+// waiting an interval at most for its answer.
+func (o *Orchestrator) probeLeader(ctx context.Context, p *leaderProbe) {
+	t := time.NewTicker(o.cfg.Interval / 4)
+	defer t.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	inflight := make(chan struct{}, 4)
+	for {
+		if o.leader.Load() {
+			now := time.Now()
+			p.record(now, now, pingAnswered, o.leaderGone)
+		} else {
+			select {
+			case inflight <- struct{}{}:
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer func() { <-inflight }()
+					sent := time.Now()
+					rctx, cancel := context.WithTimeout(ctx, o.cfg.Interval)
+					_, err := o.conn.NC.RequestWithContext(rctx, bus.LeaderSubject, nil)
+					cancel()
+					if ctx.Err() != nil {
+						return
+					}
+					outcome := pingAnswered
+					switch {
+					case errors.Is(err, nats.ErrNoResponders):
+						outcome = pingNoResponders
+					case err != nil:
+						outcome = pingUnknown
+					}
+					p.record(sent, time.Now(), outcome, o.leaderGone)
+				}()
+			default: // four waiting for their answers: a slow connection
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// follow is one look at the lease by a follower: it creates the lease
+// when there is none (never written, expired, released), takes its own
+// (a Create or takeover that timed out here but reached the server; valid
+// from when it was sent, the lease's Since), and takes a dead leader's:
+// when the probe has missed the leader long enough (leaderGone), it writes
+// its own lease over the revision it just read, so that a leader that
+// renewed meanwhile keeps the lease (the write is refused) and one that
+// comes back finds it taken (its renewals are refused: it steps down).
+// This is a single conditional write, without waiting for the TTL.
+func (o *Orchestrator) follow(ctx context.Context, b *bus.Buckets, p *leaderProbe) (rev uint64, sent time.Time, ok bool) {
+	gctx, cancel := context.WithTimeout(ctx, o.cfg.Interval)
+	e, err := b.Leader.Get(gctx, bus.LeaderKey)
+	cancel()
+	if err != nil {
+		// None there (or the read failed, then the create says more).
+		if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			o.log.Debug("reading the lease failed", "err", err)
+		}
+		return o.acquire(ctx, b)
 	}
 	l, _ := bus.DecodeLease(e.Value())
 	if l.Holder == o.cfg.ID {
-		*w = leaderWatch{}
 		return e.Revision(), l.Since, true
 	}
-	now := time.Now()
-	if e.Revision() != w.rev {
-		missing := 0
-		if w.rev == 0 {
-			missing = w.missing // the first look: the pings just asked count
-		}
-		*w = leaderWatch{rev: e.Revision(), since: now, missing: missing}
-	}
-	if w.missing < 2 || now.Sub(w.since) < o.cfg.Interval*3/2 {
+	d, n := p.absent(e.Revision(), e.Created(), time.Now())
+	if !o.leaderGone(d, n) {
 		return 0, time.Time{}, false
 	}
-	if err := b.Leader.Delete(ctx, bus.LeaderKey, jetstream.LastRevision(w.rev)); err == nil {
-		o.log.Warn("leader gone (its connection closed, the lease not renewed): lease removed", "holder", l.Holder,
-			"not_renewed_for", now.Sub(w.since).Round(time.Millisecond))
+	sent = time.Now()
+	data, _ := bus.Encode(bus.Lease{Holder: o.cfg.ID, Since: sent.UTC()})
+	uctx, cancel := context.WithTimeout(ctx, 2*o.cfg.Interval)
+	defer cancel()
+	rev, err = b.Leader.Update(uctx, bus.LeaderKey, data, e.Revision())
+	if err != nil {
+		o.log.Debug("taking the silent leader's lease failed", "holder", l.Holder, "err", err)
+		return 0, time.Time{}, false
 	}
-	*w = leaderWatch{}
-	return 0, time.Time{}, false
+	o.log.Warn("leader gone (its connection closed): lease taken over", "holder", l.Holder,
+		"missing_for", d.Round(time.Millisecond), "pings", n)
+	return rev, sent, true
 }
 
 // staleRevision says an update was refused for its revision: "key exists"

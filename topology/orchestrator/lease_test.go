@@ -20,9 +20,15 @@ type slowKV struct {
 	jetstream.KeyValue
 	slow  atomic.Bool
 	delay time.Duration
+	lose  atomic.Int32 // updates left to lose: never answered, never landing
 }
 
 func (s *slowKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	if s.lose.Load() > 0 {
+		<-ctx.Done()
+		s.lose.Add(-1)
+		return 0, ctx.Err()
+	}
 	if s.slow.Load() {
 		select {
 		case <-ctx.Done():
@@ -142,45 +148,178 @@ func TestLeasePausedWhenUnsure(t *testing.T) {
 	}
 }
 
-// TestFollowerRemovesDeadLeadersLease: a lease whose holder answers no
-// pings and is not renewed is removed after 1.5 intervals; one whose
-// holder answers stays.
-func TestFollowerRemovesDeadLeadersLease(t *testing.T) {
-	o, b, _, rev0, _ := leaseFixture(t)
-	var w leaderWatch
-	// Its own lease (a Create that timed out but landed) is taken.
-	if rev, _, mine := o.watchLeader(context.Background(), b, &w); !mine || rev != rev0 {
-		t.Fatalf("own lease: mine %v, revision %d, want %d", mine, rev, rev0)
+// TestLeaseRenewalLostIsSentAgain: a renewal that is never answered (lost
+// with a NATS server) is sent again after renewWait, well within the
+// lease's validity: the leader does not pause.
+func TestLeaseRenewalLostIsSentAgain(t *testing.T) {
+	o, b, skv, rev, sent := leaseFixture(t)
+	skv.lose.Store(1)
+	k := newLeaseKeeper()
+	o.leader.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.keepLease(ctx, b, k, rev, sent) }()
+	for skv.lose.Load() > 0 && time.Since(sent) < 10*time.Second {
+		time.Sleep(10 * time.Millisecond)
 	}
-	o.cfg.ID = "b"
+	time.Sleep(5 * o.cfg.Interval) // renewals go on after the lost one
+	if k.paused.Load() || !k.pausedAt.IsZero() || !o.Leader() {
+		t.Fatalf("paused %v (at %v), leader %v: want leading through a lost renewal", k.paused.Load(), k.pausedAt, o.Leader())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// follower is orchestrator id on the fixture's connection, probing.
+func follower(t *testing.T, o *Orchestrator, id string) (*Orchestrator, *leaderProbe) {
+	f := &Orchestrator{cfg: o.cfg, conn: o.conn, log: o.log}
+	f.cfg.ID = id
+	p := newLeaderProbe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.probeLeader(ctx, p) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return f, p
+}
+
+// TestFollowerTakesDeadLeadersLease: a lease whose holder answers no pings
+// is taken over by a conditional write after 1.5 intervals, without
+// waiting for its TTL; the old holder, should it come back, finds it
+// taken and steps down. A lease whose holder answers stays, and a lease
+// naming the follower itself (a write that timed out but landed) is its.
+func TestFollowerTakesDeadLeadersLease(t *testing.T) {
+	o, b, _, rev0, sent0 := leaseFixture(t)
+	// Its own lease is taken as it is.
+	if rev, since, ok := o.follow(context.Background(), b, newLeaderProbe()); !ok || rev != rev0 || !since.Equal(sent0) {
+		t.Fatalf("own lease: ok %v, revision %d (want %d), since %v (want %v)", ok, rev, rev0, since, sent0)
+	}
+	f, p := follower(t, o, "b")
 	start := time.Now()
-	for time.Since(start) < 3*time.Second {
-		o.watchLeader(context.Background(), b, &w)
-		if _, err := b.Leader.Get(context.Background(), bus.LeaderKey); errors.Is(err, jetstream.ErrKeyNotFound) {
-			break
+	var rev uint64
+	ok := false
+	for !ok && time.Since(start) < 10*time.Second {
+		if rev, _, ok = f.follow(context.Background(), b, p); !ok {
+			select {
+			case <-p.gone:
+			case <-time.After(f.cfg.Interval / 4):
+			}
 		}
-		time.Sleep(25 * time.Millisecond)
 	}
-	if _, err := b.Leader.Get(context.Background(), bus.LeaderKey); !errors.Is(err, jetstream.ErrKeyNotFound) {
-		t.Fatalf("the dead leader's lease is still there after %v: %v", time.Since(start), err)
+	if !ok {
+		t.Fatalf("the dead leader's lease not taken over within %v", time.Since(start))
 	}
-	if d := time.Since(start); d < o.cfg.Interval*3/2 {
-		t.Errorf("removed after %v, before 1.5 intervals", d)
+	if d := time.Since(start); d < f.cfg.Interval*3/2 {
+		t.Errorf("taken over after %v, before 1.5 intervals", d)
+	}
+	if d := time.Since(start); d >= f.cfg.Buckets.LeaseTTL {
+		t.Errorf("taken over after %v: the lease's TTL (%v), not the probe", d, f.cfg.Buckets.LeaseTTL)
+	}
+	e, err := b.Leader.Get(context.Background(), bus.LeaderKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := bus.DecodeLease(e.Value()); l.Holder != "b" || e.Revision() != rev {
+		t.Fatalf("lease %+v at revision %d, want b's at %d", l, e.Revision(), rev)
+	}
+	// The old leader's renewal over its revision is refused: it steps down.
+	var lost *leaseLost
+	if err := o.keepLease(context.Background(), b, newLeaseKeeper(), rev0, sent0); !errors.As(err, &lost) {
+		t.Fatalf("the old leader's keepLease: %v, want lease lost", err)
 	}
 
-	o2, b2, _, _, _ := leaseFixture(t)
+	// A live leader: it answers and renews (the fixture's TTL is short).
+	o2, b2, _, rev2, sent2 := leaseFixture(t)
 	stop, err := o2.answerPings()
-	o2.cfg.ID = "b" // the follower; the leader "a" answers on the same connection
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
-	var w2 leaderWatch
-	for i := 0; i < 40; i++ {
-		o2.watchLeader(context.Background(), b2, &w2)
+	o2.leader.Store(true)
+	lctx, lcancel := context.WithCancel(context.Background())
+	ldone := make(chan error, 1)
+	go func() { ldone <- o2.keepLease(lctx, b2, newLeaseKeeper(), rev2, sent2) }()
+	f2, p2 := follower(t, o2, "b")
+	for start := time.Now(); time.Since(start) < 20*f2.cfg.Interval; {
+		if _, _, ok := f2.follow(context.Background(), b2, p2); ok {
+			t.Fatal("a live leader's lease was taken")
+		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	if _, err := b2.Leader.Get(context.Background(), bus.LeaderKey); err != nil {
-		t.Fatalf("a live leader's lease was removed: %v", err)
+	lcancel()
+	if err := <-ldone; err != nil {
+		t.Fatalf("the live leader's keepLease: %v", err)
+	}
+	e, err = b2.Leader.Get(context.Background(), bus.LeaderKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := bus.DecodeLease(e.Value()); l.Holder != "a" {
+		t.Fatalf("a live leader's lease is held by %q", l.Holder)
+	}
+}
+
+// TestLeaderProbe: only an unbroken run of "no responders" counts, and
+// the probe signals when the run is long enough.
+func TestLeaderProbe(t *testing.T) {
+	o := &Orchestrator{cfg: Config{Interval: time.Second}}
+	p := newLeaderProbe()
+	t0 := time.Now()
+	p.absent(1, t0, t0) // the lease at revision 1 seen
+	for i := 0; i < 3; i++ {
+		at := t0.Add(time.Duration(i) * time.Second)
+		p.record(at, at, pingNoResponders, o.leaderGone)
+	}
+	if d, n := p.absent(1, t0, t0.Add(2*time.Second)); d != 2*time.Second || n != 3 || o.leaderGone(d, n) {
+		t.Fatalf("after 3 pings over 2 s: %v, %d, gone %v; want 2 s, 3, not gone (four pings needed)", d, n, o.leaderGone(d, n))
+	}
+	select {
+	case <-p.gone:
+		t.Fatal("signalled before four pings")
+	default:
+	}
+	// A timeout of a ping sent before the run began changes nothing; one
+	// sent after it ends the run, as an answer does.
+	p.record(t0.Add(-500*time.Millisecond), t0.Add(2500*time.Millisecond), pingUnknown, o.leaderGone)
+	if _, n := p.absent(1, t0, t0.Add(2500*time.Millisecond)); n != 3 {
+		t.Fatalf("after a timeout of a ping sent before the run: %d pings missing, want 3", n)
+	}
+	p.record(t0.Add(500*time.Millisecond), t0.Add(2600*time.Millisecond), pingUnknown, o.leaderGone)
+	if d, n := p.absent(1, t0, t0.Add(2600*time.Millisecond)); d != 0 || n != 0 {
+		t.Fatalf("after a timeout of a ping sent in the run: %v, %d", d, n)
+	}
+	at := t0.Add(2700 * time.Millisecond)
+	p.record(at, at, pingNoResponders, o.leaderGone)
+	p.record(at, t0.Add(3*time.Second), pingAnswered, o.leaderGone)
+	if d, n := p.absent(1, t0, t0.Add(3*time.Second)); d != 0 || n != 0 {
+		t.Fatalf("after an answer: %v, %d", d, n)
+	}
+	for i := 0; i < 4; i++ {
+		at := t0.Add(4*time.Second + time.Duration(i)*400*time.Millisecond)
+		p.record(at, at, pingNoResponders, o.leaderGone)
+	}
+	select {
+	case <-p.gone:
+		t.Fatal("signalled after 1.2 s: want 1.5 intervals")
+	default:
+	}
+	p.record(t0.Add(5600*time.Millisecond), t0.Add(5600*time.Millisecond), pingNoResponders, o.leaderGone)
+	select {
+	case <-p.gone:
+	default:
+		t.Fatal("five pings over 1.6 s missing: not signalled")
+	}
+	if !o.leaderGone(p.absent(1, t0, t0.Add(5600*time.Millisecond))) {
+		t.Fatal("not gone after 1.6 s and five pings")
+	}
+	// A revision written before the run began (the dead leader's last
+	// renewal, seen late) changes nothing; one written after it (a
+	// renewal, or a new leader) starts the count again.
+	if d, n := p.absent(2, t0.Add(3500*time.Millisecond), t0.Add(5650*time.Millisecond)); d != 1650*time.Millisecond || n != 5 {
+		t.Fatalf("at a revision written before the run: %v, %d; want 1.65 s, 5", d, n)
+	}
+	if d, n := p.absent(3, t0.Add(4500*time.Millisecond), t0.Add(5700*time.Millisecond)); d != 0 || n != 0 {
+		t.Fatalf("at a revision written after the run began: %v, %d; want 0, 0", d, n)
 	}
 }

@@ -5,8 +5,9 @@
 //
 // Several instances may run; one leads, through a lease in a bucket with a
 // TTL (created if absent, renewed every interval). When the leader stops
-// (or its lease lapses) another instance takes over within about a lease
-// TTL and rebuilds its state from the placements bucket and fresh statuses.
+// (its connection gone: within about two intervals) or its lease lapses,
+// another instance takes over and rebuilds its state from the placements
+// bucket and fresh statuses (lease.go).
 package orchestrator
 
 import (
@@ -40,7 +41,8 @@ type Config struct {
 	// Interval between evaluations and lease renewals. Default 1 s.
 	Interval time.Duration
 	// Buckets sets the status and lease TTLs (defaults in package bus).
-	// A follower takes over within about LeaseTTL of the leader's death.
+	// A follower takes over about two intervals after the leader's
+	// connection is gone, within about LeaseTTL when it hangs connected.
 	Buckets bus.BucketConfig
 	// FanOut is how many relays of one stream may pull from one server
 	// (primary or relay) before the next relay goes to another parent.
@@ -142,7 +144,13 @@ func (o *Orchestrator) Bonuses() []Bonus { return *o.bonus.Load() }
 // Run follows and, when it wins the lease, leads until ctx ends.
 func (o *Orchestrator) Run(ctx context.Context) error {
 	var buckets *bus.Buckets
-	var watch leaderWatch
+	probe := newLeaderProbe()
+	pctx, stopProbe := context.WithCancel(ctx)
+	var pwg sync.WaitGroup
+	pwg.Add(1)
+	go func() { defer pwg.Done(); o.probeLeader(pctx, probe) }()
+	defer pwg.Wait()
+	defer stopProbe()
 	t := time.NewTicker(o.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -153,15 +161,13 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			if err != nil && ctx.Err() == nil {
 				o.log.Debug("buckets unavailable, will retry", "err", err)
 			}
+			if b != nil && b.LeaseTTL != o.cfg.Buckets.LeaseTTL {
+				o.log.Warn("the lease bucket keeps another TTL: leading by it", "ttl", b.LeaseTTL, "configured", o.cfg.Buckets.LeaseTTL)
+			}
 			buckets = b
 		}
 		if buckets != nil {
-			rev, sent, ok := o.acquire(ctx, buckets)
-			if !ok {
-				rev, sent, ok = o.watchLeader(ctx, buckets, &watch)
-			}
-			if ok {
-				watch = leaderWatch{}
+			if rev, sent, ok := o.follow(ctx, buckets, probe); ok {
 				o.terms.Add(1)
 				o.leader.Store(true)
 				o.log.Info("leading")
@@ -176,9 +182,10 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 				o.log.Warn("leadership lost", "err", err)
 			}
 		}
-		// A follower tries for the lease four times per interval, so
-		// that it takes over within a quarter interval of the lease's
-		// expiry (a Create on a held key is one small request).
+		// A follower looks at the lease four times per interval, so that
+		// it takes over within a quarter interval of the lease's expiry (a
+		// read is one small request), and at once when the probe finds
+		// the leader gone.
 		wait := t.C
 		if buckets != nil {
 			wait = time.After(o.cfg.Interval / 4)
@@ -187,6 +194,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-wait:
+		case <-probe.gone:
 		}
 	}
 }

@@ -277,6 +277,8 @@ func TestEndedStreamClosesRelays(t *testing.T) {
 		_, err := c.b.Placements.Get(c.ctx, bus.StreamKey("live", "a"))
 		return errors.Is(err, jetstream.ErrKeyNotFound)
 	})
+	// The command goes out from a worker, apart from the placement's write.
+	waitFor(t, "relay-as's close command", func() bool { return count(c.ops("relay-as"), bus.OpClose) > 0 })
 	if n := count(c.ops("relay-as"), bus.OpClose); n != 1 {
 		t.Errorf("relay-as got %d close commands, want 1 (for live/a)", n)
 	}

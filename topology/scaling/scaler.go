@@ -20,14 +20,27 @@ import (
 // Config holds the scaling parameters. Zero fields take the defaults.
 type Config struct {
 	// High is the load per relay, as a fraction of its viewer capacity,
-	// above which relays are added. Default 0.8.
+	// above which relays are added. The load compared with it includes
+	// the growth predicted over the horizon (times Margin): that is the
+	// headroom for growth while a relay starts, so High itself only
+	// covers loads a sample old. Default 0.95.
 	High float64
-	// Low is the fraction below which, held for Hold, one relay is
-	// drained. Default 0.5.
+	// Low is the fraction below which, held for Hold, relays are drained
+	// (down to the count that fills them half way between Low and High).
+	// The gap to High is the hysteresis. Default 0.88.
 	Low float64
 	// Hold is how long the load must stay below Low before a drain, and
-	// the pause between two drains of a group. Default 20 s.
+	// the pause between two drains of a group. Default 10 s.
 	Hold time.Duration
+	// Margin multiplies the growth predicted over the horizon in the load
+	// a group provisions for: the prediction lags a ramp that steepens,
+	// and relays start in a spread of times. 1 provisions for the
+	// prediction alone. Default 1.35.
+	Margin float64
+	// Settle: a group drains no relay within this time of its latest
+	// opening (viewers are still moving onto the new relays, and the room
+	// they show is not yet room). Default 1 min.
+	Settle time.Duration
 	// MinLifetime: no relay is drained before this age. Default 5 min (a
 	// relay closed younger counts as an oscillation in the scorecard).
 	MinLifetime time.Duration
@@ -44,15 +57,24 @@ type Config struct {
 	MaxOpenPerStep int
 }
 
+// DefaultHigh is the default high watermark (Config.High).
+const DefaultHigh = 0.95
+
 func (c *Config) defaults() {
 	if c.High <= 0 {
-		c.High = 0.8
+		c.High = DefaultHigh
 	}
 	if c.Low <= 0 {
-		c.Low = 0.5
+		c.Low = c.High - 0.07
 	}
 	if c.Hold <= 0 {
-		c.Hold = 20 * time.Second
+		c.Hold = 10 * time.Second
+	}
+	if c.Margin <= 0 {
+		c.Margin = 1.35
+	}
+	if c.Settle <= 0 {
+		c.Settle = time.Minute
 	}
 	if c.MinLifetime <= 0 {
 		c.MinLifetime = 5 * time.Minute
@@ -158,6 +180,8 @@ type Scaler struct {
 	pools      []jumphash.Pool // per vertex: relay servers there
 	reserve    map[graph.VertexID]*jumphash.Pool
 	reserveAll jumphash.Pool
+	dist       func(from, to graph.VertexID) float32
+	resOrder   map[graph.VertexID][]graph.VertexID // per region: other regions' reserves, nearest first
 	regionLocs map[graph.VertexID][]graph.VertexID
 	capacity   []float64 // viewers (Inf: unlimited)
 	capMbps    []float64 // Mbit/s (Inf: unlimited)
@@ -324,10 +348,61 @@ func (s *Scaler) place(stream int, region graph.VertexID, locs []graph.VertexID)
 			return m, full + ": overflow to the reserve pool of " + s.locID(region)
 		}
 	}
+	for _, r := range s.reserveOrder(region) {
+		if m := s.reserve[r].PickFunc(name, 4, ok); m >= 0 {
+			return m, full + ": overflow to the nearest reserve pool with room, " + s.locID(r)
+		}
+	}
 	if m := s.reserveAll.PickFunc(name, 4, ok); m >= 0 {
 		return m, full + ": overflow to the global reserve pool"
 	}
 	return -1, full + " and no reserve server is free"
+}
+
+// SetDistance gives the scaler the distance between two locations, so
+// that a region whose own pools and reserve are full overflows to the
+// reserve pool of the nearest other region first (without it, to any
+// reserve server). The distance from a region is taken from its root
+// location.
+func (s *Scaler) SetDistance(dist func(from, to graph.VertexID) float32) {
+	s.dist = dist
+	s.resOrder = map[graph.VertexID][]graph.VertexID{}
+}
+
+// reserveOrder is the other regions with a reserve pool, nearest to region
+// first (none without SetDistance).
+func (s *Scaler) reserveOrder(region graph.VertexID) []graph.VertexID {
+	if s.dist == nil {
+		return nil
+	}
+	if o, ok := s.resOrder[region]; ok {
+		return o
+	}
+	o := make([]graph.VertexID, 0, len(s.reserve))
+	d := map[graph.VertexID]float32{}
+	for r, p := range s.reserve {
+		if r == region || p.Len() == 0 {
+			continue
+		}
+		// The distance to a region's reserve is that to its nearest server.
+		best := float32(math.Inf(1))
+		for _, m := range p.Members() {
+			best = min(best, s.dist(region, s.g.Servers()[m].Vertex))
+		}
+		if math.IsInf(float64(best), 1) {
+			continue
+		}
+		o = append(o, r)
+		d[r] = best
+	}
+	sort.Slice(o, func(i, j int) bool {
+		if d[o[i]] != d[o[j]] {
+			return d[o[i]] < d[o[j]]
+		}
+		return o[i] < o[j]
+	})
+	s.resOrder[region] = o
+	return o
 }
 
 func (s *Scaler) group(stream int, region graph.VertexID) *group {
@@ -407,6 +482,9 @@ func (s *Scaler) SetHorizon(h time.Duration) {
 		s.cfg.Horizon = h
 	}
 }
+
+// High is the high watermark in effect.
+func (s *Scaler) High() float64 { return s.cfg.High }
 
 // Horizon is the prediction horizon in effect.
 func (s *Scaler) Horizon() time.Duration { return s.cfg.Horizon }
@@ -521,11 +599,19 @@ func (s *Scaler) Evaluate(now time.Time, samples []Sample, dst []Decision) []Dec
 func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 	total, capSum := 0.0, 0.0
 	var active []*relay
+	nStarting := 0
+	var newest time.Time
 	for _, r := range g.relays {
 		total += r.viewers
 		if r.state != draining {
 			active = append(active, r)
 			capSum += s.Capacity(r.server, r.stream)
+		}
+		if r.state == starting {
+			nStarting++
+		}
+		if r.opened.After(newest) {
+			newest = r.opened
 		}
 	}
 	// Close drained relays (iterating over a copy: remove edits g.relays).
@@ -561,7 +647,10 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 		// more of that growth would outlive it. Predict no growth.
 		pred = total
 	}
-	want := math.Max(total, pred)
+	// The load to provision for: now, plus Margin times the growth
+	// predicted over the horizon.
+	growth := math.Max(0, pred-total)
+	want := total + s.cfg.Margin*growth
 	n := len(active)
 	if n == 0 {
 		return dst
@@ -599,14 +688,14 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 			if m < 0 {
 				break
 			}
-			reason := fmt.Sprintf("stream %s in region %s: %.0f viewers now, %.0f predicted in %s (slope %+.1f/s, accel %+.2f/s²) over %d relays is above the high watermark %.0f per relay: add relay %d of %d on %s",
-				s.name(g.key.stream), region, total, pred, s.cfg.Horizon, slope, accel, n, high, k+1, need, s.g.Servers()[m].ID)
+			reason := fmt.Sprintf("stream %s in region %s: %.0f viewers now, %.0f predicted in %s (slope %+.1f/s, accel %+.2f/s²); %.0f with %.2g× the growth over %d relays is above the high watermark %.0f per relay: add relay %d of %d on %s",
+				s.name(g.key.stream), region, total, pred, s.cfg.Horizon, slope, accel, want, s.cfg.Margin, n, high, k+1, need, s.g.Servers()[m].ID)
 			if note != "" {
 				reason += " (" + note + ")"
 			}
 			dst = append(dst, s.add(now, m, g.key.stream, g.key.region, reason))
 		}
-	case want < low*float64(n) && want <= high*float64(n-1):
+	case want < low*float64(n) && want <= high*float64(n-1) && nStarting == 0 && now.Sub(newest) >= s.cfg.Settle:
 		if g.belowSince.IsZero() {
 			g.belowSince = now
 		}
@@ -614,26 +703,43 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 			return dst
 		}
 		// Drain down to the count that puts the load half-way between the
-		// watermarks (at least one relay while there are viewers). A relay
-		// is drained only where the other relays of its location can hold
-		// that location's viewers below the high watermark: its viewers
-		// then stay near (and the last relay of a location with viewers
-		// stays: it brings the stream close to them). Locations with the
-		// most room go first, and in them the emptiest relays.
+		// watermarks (at least one relay while there are viewers); never
+		// while a relay of the group starts (the load below Low is then the
+		// starting relays' empty capacity, not a fall) nor within Settle of
+		// the group's latest opening. A relay is drained only where the
+		// other relays of its location can hold that location's viewers
+		// below the high watermark: its viewers then stay near (and the
+		// last relay of a location with viewers stays: it brings the
+		// stream close to them). Reserve relays (overflow) go first, then
+		// the locations with the most room, and in them the emptiest
+		// relays.
 		keep := int(math.Ceil(want / ((s.cfg.High + s.cfg.Low) / 2 * capR)))
 		drain := n - keep
-		locViewers := map[graph.VertexID]float64{}
-		locCap := map[graph.VertexID]float64{}
+		// A location's relays are counted apart by role: placement sends a
+		// viewer to a reserve server only when no regular one can take it,
+		// so the viewers of a regular relay go to the other regular relays
+		// (of its location, as the nearest), not to a reserve there.
+		type lk struct {
+			v       graph.VertexID
+			reserve bool
+		}
+		key := func(r *relay) lk {
+			sv := s.g.Servers()[r.server]
+			return lk{sv.Vertex, sv.Role == graph.RoleReserve}
+		}
+		locViewers := map[lk]float64{}
+		locCap := map[lk]float64{}
 		for _, r := range active {
-			v := s.g.Servers()[r.server].Vertex
-			locViewers[v] += r.viewers
-			locCap[v] += s.Capacity(r.server, r.stream)
+			locViewers[key(r)] += r.viewers
+			locCap[key(r)] += s.Capacity(r.server, r.stream)
 		}
 		use := func(r *relay) float64 {
-			v := s.g.Servers()[r.server].Vertex
-			return locViewers[v] / locCap[v]
+			return locViewers[key(r)] / locCap[key(r)]
 		}
 		sort.SliceStable(active, func(i, j int) bool {
+			if ri, rj := key(active[i]).reserve, key(active[j]).reserve; ri != rj {
+				return ri // reserve relays (overflow) first
+			}
 			if ui, uj := use(active[i]), use(active[j]); ui != uj {
 				return ui < uj
 			}
@@ -644,11 +750,12 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 				break
 			}
 			loc := s.g.Servers()[r.server].Vertex
+			k := key(r)
 			c := s.Capacity(r.server, r.stream)
-			if r.state != ready || now.Sub(r.opened) < s.cfg.MinLifetime || locViewers[loc] > s.cfg.High*(locCap[loc]-c) {
+			if r.state != ready || now.Sub(r.opened) < s.cfg.MinLifetime || locViewers[k] > s.cfg.High*(locCap[k]-c) {
 				continue
 			}
-			locCap[loc] -= c
+			locCap[k] -= c
 			drain--
 			r.state, r.drainAt = draining, now
 			dst = append(dst, Decision{Action: ActionDrain, Server: r.server, Stream: r.stream, Location: loc,

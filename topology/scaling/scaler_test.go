@@ -33,7 +33,7 @@ func testGraph(t testing.TB) *graph.Graph {
 }
 
 func cfg() Config {
-	return Config{High: 0.8, Low: 0.3, Hold: 10 * time.Second, MinLifetime: 30 * time.Second, Horizon: 4 * time.Second, Window: 3, DrainTimeout: 20 * time.Second}
+	return Config{High: 0.8, Low: 0.3, Hold: 10 * time.Second, MinLifetime: 30 * time.Second, Horizon: 4 * time.Second, Window: 3, DrainTimeout: 20 * time.Second, Margin: 1, Settle: 10 * time.Second}
 }
 
 // spread turns a group total into samples, evenly over the open relays.

@@ -1,0 +1,60 @@
+package bustest
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// StartCluster starts n in-process NATS servers with JetStream, clustered
+// on 127.0.0.1 (each with a store in the test's temporary directory), and
+// returns them and their client URLs joined by commas; they are shut down
+// when t ends. A test may shut one down (Shutdown) to lose it.
+func StartCluster(t testing.TB, n int) ([]*server.Server, string) {
+	t.Helper()
+	ports, cports := make([]int, n), make([]int, n)
+	for i := range ports {
+		ports[i], cports[i] = freePort(t), freePort(t)
+	}
+	var routes, urls []string
+	for i := range ports {
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", cports[i]))
+		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
+	}
+	var srvs []*server.Server
+	for i := range ports {
+		s, err := server.NewServer(&server.Options{
+			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: ports[i],
+			JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
+			JetStreamMaxMemory: 32 << 20, JetStreamMaxStore: 64 << 20,
+			Cluster: server.ClusterOpts{Name: "test", Host: "127.0.0.1", Port: cports[i]},
+			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go s.Start()
+		t.Cleanup(s.Shutdown)
+		srvs = append(srvs, s)
+	}
+	for _, s := range srvs {
+		if !s.ReadyForConnections(20 * time.Second) {
+			t.Fatal("server not ready")
+		}
+	}
+	return srvs, strings.Join(urls, ",")
+}
