@@ -25,7 +25,7 @@ func protoIndex(proto string) int {
 // ProtocolAudience is the audience of one stream over one protocol.
 type ProtocolAudience struct {
 	Viewers int     `json:"viewers"` // clients seen within the audience window
-	Mbps    float64 `json:"mbps"`    // response bytes sent to them, over the last second or more
+	Mbps    float64 `json:"mbps"`    // response bytes sent to them, over the last rateWindow (10 s)
 }
 
 // Audience is the HTTP audience of one stream: what a relay reports to the
@@ -44,10 +44,24 @@ type audience struct {
 	sets  [numProtos]*viewerSet
 	bytes [numProtos]atomic.Int64
 
-	mu    sync.Mutex
-	at    time.Time        // time of the last rate sample
-	last  [numProtos]int64 // bytes at that sample
-	mbits [numProtos]float64
+	mu      sync.Mutex
+	samples [rateSamples]rateSample // ring of byte counts, newest at head
+	head, n int
+	mbits   [numProtos]float64
+}
+
+// The rate is measured over rateWindow: players fetch a segment when it
+// appears, all at about the same time, so over one second the bytes come
+// in bursts a segment apart (a 1 s window read 0 one second in two with
+// 2 s segments). Reads take a sample at most once a second.
+const (
+	rateWindow  = 10 * time.Second
+	rateSamples = 16
+)
+
+type rateSample struct {
+	at    time.Time
+	bytes [numProtos]int64
 }
 
 func newAudience(window time.Duration, max int) *audience {
@@ -69,20 +83,34 @@ func (a *audience) served(proto int, n int64) {
 }
 
 // read returns the viewers and the Mbit/s of each protocol. The rate is
-// measured between reads at least a second apart, so several readers (the
-// status report, the API) share one measure.
+// measured from samples that reads take at least a second apart, over the
+// last rateWindow (or since the first sample), so several readers (the
+// status report, the API, metrics) share one measure.
 func (a *audience) read(now time.Time) (out [numProtos]ProtocolAudience) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if dt := now.Sub(a.at); a.at.IsZero() || dt >= time.Second {
-		for i := range a.last {
-			b := a.bytes[i].Load()
-			if !a.at.IsZero() {
-				a.mbits[i] = float64(b-a.last[i]) * 8 / 1e6 / dt.Seconds()
-			}
-			a.last[i] = b
+	if a.n == 0 || now.Sub(a.samples[a.head].at) >= time.Second {
+		a.head = (a.head + 1) % rateSamples
+		s := &a.samples[a.head]
+		s.at = now
+		for i := range s.bytes {
+			s.bytes[i] = a.bytes[i].Load()
 		}
-		a.at = now
+		a.n = min(a.n+1, rateSamples)
+		// The oldest sample within the window.
+		newest, from := s, s
+		for k := 1; k < a.n; k++ {
+			o := &a.samples[(a.head-k+rateSamples)%rateSamples]
+			if now.Sub(o.at) > rateWindow {
+				break
+			}
+			from = o
+		}
+		if dt := newest.at.Sub(from.at).Seconds(); dt > 0 {
+			for i := range a.mbits {
+				a.mbits[i] = float64(newest.bytes[i]-from.bytes[i]) * 8 / 1e6 / dt
+			}
+		}
 	}
 	for i := range out {
 		out[i] = ProtocolAudience{Viewers: a.sets[i].count(now), Mbps: a.mbits[i]}

@@ -2,6 +2,7 @@ package packager
 
 import (
 	"strings"
+	"time"
 
 	m "github.com/Eyevinn/dash-mpd/mpd"
 )
@@ -18,6 +19,12 @@ type Steering struct {
 	Pathway string // this server's pathway: its id in the mesh
 	HLS     string // steering manifest URL for HLS players (SERVER-URI)
 	DASH    string // steering server URL for DASH players
+	// DASHManifest, when set, is the MPD's Location: where DASH players
+	// refresh the manifest, the steering server's redirect to a server that
+	// is up (dash.js gives up refreshing when a refresh fails, so a
+	// Location on this server ends the stream for its players if it dies).
+	// Empty: the MPD on this server, with this server's pathway.
+	DASHManifest string
 }
 
 // steeringFor returns the valid steering of app/name, or nil.
@@ -26,7 +33,7 @@ func (p *Packager) steeringFor(app, name string) *Steering {
 		return nil
 	}
 	s := p.cfg.Steering(app, name)
-	if s == nil || !validPathway(s.Pathway) || !validAttr(s.HLS) || !validAttr(s.DASH) {
+	if s == nil || !validPathway(s.Pathway) || !validAttr(s.HLS) || !validAttr(s.DASH) || !validAttr(s.DASHManifest) {
 		return nil
 	}
 	return s
@@ -117,6 +124,98 @@ func (st *stream) steerMPD(mpd *m.MPD, dir string) {
 			b.ServiceLocation = s.Pathway
 		}
 	}
-	mpd.Location = append(mpd.Location, &m.LocationType{ServiceLocation: s.Pathway, Value: dir + "manifest.mpd"})
+	if s.DASHManifest != "" {
+		// No serviceLocation: no pathway clone replaces its host, so every
+		// refresh asks the steering server.
+		mpd.Location = append(mpd.Location, &m.LocationType{Value: s.DASHManifest})
+	} else {
+		mpd.Location = append(mpd.Location, &m.LocationType{ServiceLocation: s.Pathway, Value: dir + "manifest.mpd"})
+	}
 	mpd.ContentSteering = &m.ContentSteeringType{DefaultServiceLocation: s.Pathway, Value: s.DASH}
+	if mpd.Type != nil && *mpd.Type == m.DYNAMIC_TYPE && len(mpd.Periods) > 0 {
+		reloadEvent(mpd.Periods[len(mpd.Periods)-1])
+		// Buffer for a move: dash.js retries a dead server's segment at
+		// the same URL (3 × 1 s by default) before it takes the next
+		// server, and plays suggestedPresentationDelay behind the wall
+		// clock, where the newest listed segment is up to a segment and
+		// the hops behind already: with a delay of the longest segment
+		// plus those retries it has them buffered (with 2 s segments 5 s
+		// instead of 4 s; low-latency DASH players follow the
+		// ServiceDescription instead).
+		if spd, sd := mpd.SuggestedPresentationDelay, mpd.MaxSegmentDuration; spd != nil && sd != nil && time.Duration(*spd) < time.Duration(*sd)+deadServerRetries {
+			mpd.SuggestedPresentationDelay = m.Ptr(m.Duration(time.Duration(*sd) + deadServerRetries))
+		}
+	}
+}
+
+// deadServerRetries is how long dash.js's default retries of a failed
+// segment last (3 attempts, 1 s apart).
+const deadServerRetries = 3 * time.Second
+
+// MPD reload events (ISO/IEC 23009-1 5.10.4, scheme
+// urn:mpeg:dash:event:2012, value 1) in the live Period: a player that
+// plays through one refreshes the manifest, choosing the location by its
+// steering answer. They are what gets a dash.js player off a dead server:
+// dash.js stops refreshing the manifest for good when one refresh fails
+// (its retries go to the same URL and nothing blacklists a manifest
+// location), so a player whose relay died plays out the segments it knew,
+// from the next service location, and stalls there. An event sits
+// reloadEventLead before the end of each of the newest reloadEvents listed
+// segments; its id is its time, so a manifest that lists it again updates
+// it and the player fires each once: a refresh more per segment played
+// while refreshes work, and a refresh from the next server as soon as the
+// player, after a failed refresh, plays through the segments it fetched
+// from there.
+const (
+	reloadEventScheme = "urn:mpeg:dash:event:2012"
+	reloadEventLead   = 500 // ms before a segment's end
+	reloadEvents      = 3
+)
+
+// reloadEvent adds the MPD reload events to period, from the timeline of
+// its first template that has one (none: a $Number$ manifest, which needs
+// no refresh to go on).
+func reloadEvent(period *m.Period) {
+	var tmpl *m.SegmentTemplateType
+	for _, as := range period.AdaptationSets {
+		if t := as.SegmentTemplate; tmpl == nil && t != nil && t.SegmentTimeline != nil && len(t.SegmentTimeline.S) > 0 && t.Timescale != nil && *t.Timescale > 0 {
+			tmpl = t
+		}
+	}
+	if tmpl == nil {
+		return
+	}
+	var pto uint64
+	if tmpl.PresentationTimeOffset != nil {
+		pto = *tmpl.PresentationTimeOffset
+	}
+	// The ends of the listed segments, newest last (at most reloadEvents).
+	var ends []uint64
+	for _, s := range tmpl.SegmentTimeline.S {
+		if s.T == nil || s.D == 0 {
+			return
+		}
+		for k, t := 0, *s.T; k <= max(s.R, 0) && k < 1000; k++ {
+			t += s.D
+			ends = append(ends, t)
+			if len(ends) > reloadEvents {
+				ends = ends[1:]
+			}
+		}
+	}
+	es := &m.EventStreamType{SchemeIdUri: reloadEventScheme, Value: "1", Timescale: m.Ptr(uint32(1000))}
+	for _, e := range ends {
+		if e <= pto {
+			continue
+		}
+		ms := (e - pto) * 1000 / uint64(*tmpl.Timescale)
+		if ms <= reloadEventLead {
+			continue
+		}
+		at := ms - reloadEventLead
+		es.Events = append(es.Events, &m.EventType{PresentationTime: at, Duration: 100, Id: m.Ptr(at)})
+	}
+	if len(es.Events) > 0 {
+		period.EventStreams = append(period.EventStreams, es)
+	}
 }

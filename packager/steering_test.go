@@ -89,3 +89,51 @@ func TestNoSteeringWithoutConfig(t *testing.T) {
 		t.Fatalf("steering without a config:\n%s\n%s", hls, mpd)
 	}
 }
+
+// TestSteeringMPDRefresh: with a DASHManifest the MPD's Location is the
+// steering server's redirect (no serviceLocation, so no clone replaces it),
+// and the live Period carries MPD reload events half a second before the
+// ends of its newest segments, each with its time as id.
+func TestSteeringMPDRefresh(t *testing.T) {
+	cfg := steeringConfig()
+	inner := cfg.Steering
+	cfg.Steering = func(app, name string) *Steering {
+		s := inner(app, name)
+		s.DASHManifest = "http://steer.example:8080/steer/dash/" + app + "/" + name + "/manifest.mpd?base=relay-na"
+		return s
+	}
+	_, src, srv := testServer(t, cfg)
+	startStream(t, src, srv.URL)
+	_, body := get(t, srv.Client(), srv.URL+"/dash/live/test/manifest.mpd")
+	mpd, err := m.ReadFromString(string(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mpd.Location) != 1 || mpd.Location[0].Value != "http://steer.example:8080/steer/dash/live/test/manifest.mpd?base=relay-na" ||
+		mpd.Location[0].ServiceLocation != "" {
+		t.Fatalf("locations %+v", mpd.Location)
+	}
+	period := mpd.Periods[len(mpd.Periods)-1]
+	if len(period.EventStreams) != 1 {
+		t.Fatalf("event streams %+v\n%s", period.EventStreams, body)
+	}
+	es := period.EventStreams[0]
+	if es.SchemeIdUri != "urn:mpeg:dash:event:2012" || es.Value != "1" || es.Timescale == nil || *es.Timescale != 1000 ||
+		len(es.Events) == 0 || len(es.Events) > 3 {
+		t.Fatalf("event stream %+v", es)
+	}
+	// The ends of the video timeline's segments, in ms from the Period start.
+	tmpl := period.AdaptationSets[0].SegmentTemplate
+	ends := map[uint64]bool{}
+	for _, s := range tmpl.SegmentTimeline.S {
+		for k, at := 0, *s.T; k <= max(s.R, 0); k++ {
+			at += s.D
+			ends[(at-*tmpl.PresentationTimeOffset)*1000/uint64(*tmpl.Timescale)] = true
+		}
+	}
+	for _, e := range es.Events {
+		if e.Id == nil || *e.Id != e.PresentationTime || !ends[e.PresentationTime+500] {
+			t.Errorf("event %+v is not 500 ms before a segment's end (%v)", e, ends)
+		}
+	}
+}

@@ -110,12 +110,19 @@ type publisher struct {
 // 2-second GOP at kbps kbit/s and no B-frames.
 func startPublisher(t *testing.T, url string, d time.Duration, kbps int) *publisher {
 	t.Helper()
+	return startPublisherGOP(t, url, d, kbps, 50)
+}
+
+// startPublisherGOP is startPublisher with a keyframe every gop frames
+// (25 frames a second).
+func startPublisherGOP(t *testing.T, url string, d time.Duration, kbps, gop int) *publisher {
+	t.Helper()
 	k := strconv.Itoa(kbps) + "k"
 	args := []string{"-hide_banner", "-loglevel", "error", "-re",
 		"-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25",
 		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100",
 		"-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-pix_fmt", "yuv420p",
-		"-g", "50", "-b:v", k, "-maxrate", k, "-bufsize", k,
+		"-g", strconv.Itoa(gop), "-b:v", k, "-maxrate", k, "-bufsize", k,
 		"-c:a", "aac", "-b:a", "64k",
 		"-t", strconv.Itoa(int(d.Seconds())), "-f", "flv", url}
 	cmd := exec.Command("ffmpeg", args...)

@@ -33,6 +33,7 @@ func runLoadtestHTTP(ctx context.Context, proto string, args []string) error {
 	abrHold := fs.Duration("abr-hold", 4*time.Second, "least time between moves up")
 	abrTiming := fs.String("abr-timing", "first-byte", "how downloads are timed for the estimate: first-byte (first body byte to last) or request (request to last byte)")
 	timeout := fs.Duration("timeout", 10*time.Second, "bound on one request (blocking reloads included)")
+	session := fs.Bool("session", false, "add session=ID (one per player) to every request: a server that counts viewers by it counts every player, though all come from one address")
 	pids := fs.String("pids", "", "comma-separated server process ids whose CPU time to report")
 	asJSON := fs.Bool("json", false, "print one JSON object on stdout instead of a readable report")
 	perClient := fs.Bool("per-client", false, "include every player in the JSON report")
@@ -54,7 +55,7 @@ func runLoadtestHTTP(ctx context.Context, proto string, args []string) error {
 		URL: *url, Proto: proto, Clients: *clients, Ramp: *ramp, Duration: *duration,
 		Throttled: nThrottled, ThrottleKbps: *throttleKbps, LowLatency: *ll, Reload: *reload,
 		StartSegments: *startSegs, Rendition: *rendition, Start: *start,
-		ABRUp: *abrUp, ABRDown: *abrDown, ABRHold: *abrHold, ABRTiming: *abrTiming, RequestTimeout: *timeout,
+		ABRUp: *abrUp, ABRDown: *abrDown, ABRHold: *abrHold, ABRTiming: *abrTiming, RequestTimeout: *timeout, Session: *session,
 		PIDs: pidList, Progress: os.Stderr,
 	})
 	if err != nil {

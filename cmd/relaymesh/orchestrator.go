@@ -150,6 +150,7 @@ func orchestratorFlags(cfg *config.Config) *cmdFlags {
 	c.Bool(&o.DevIP, "dev-ip", "orchestrator.dev_ip", "honour ?ip=ADDR on /play (development only)")
 	c.String(&o.OverflowURL, "overflow-url", "orchestrator.overflow_url", "external CDN URL prefix for HLS/DASH viewers when every server is full (e.g. https://cdn.example.net)")
 	c.Duration(&o.SteeringTTL, "steering-ttl", "orchestrator.steering_ttl", "TTL of content steering answers: how soon HLS/DASH players following steering leave a draining relay (default 5s)")
+	c.Duration(&o.DASHSteeringTTL, "dash-steering-ttl", "orchestrator.dash_steering_ttl", "TTL of the DASH content steering answers: how soon dash.js leaves a dead or draining relay (default 2s)")
 	bindRedirectorSecure(c) // play tokens and HTTPS (secure_orchestrator.go)
 	bindLog(c)
 	return c
@@ -189,7 +190,7 @@ func runOrchestrator(ctx context.Context, args []string) error {
 		return err
 	}
 	return runControlPlane(ctx, controlPlane{graph: g, geo: db, conn: conn, ln: ln, id: o.ID, trusted: tp,
-		tokenKey: []byte(o.TokenSecret), threshold: o.Threshold, devIP: o.DevIP, overflowURL: o.OverflowURL, steeringTTL: o.SteeringTTL,
+		tokenKey: []byte(o.TokenSecret), threshold: o.Threshold, devIP: o.DevIP, overflowURL: o.OverflowURL, steeringTTL: o.SteeringTTL, dashSteeringTTL: o.DASHSteeringTTL,
 		playToken: playTokenSigner(cfg.Play.TokenSecret, o.PlayTokenTTL, o.PlayTokenStep), httpsLn: httpsLn, log: log})
 }
 
@@ -205,9 +206,10 @@ type controlPlane struct {
 	threshold float64
 	devIP     bool
 	// overflowURL: HLS/DASH viewers spill here when every server is full.
-	overflowURL string
-	steeringTTL time.Duration // 0: the redirector's default
-	log         *slog.Logger
+	overflowURL     string
+	steeringTTL     time.Duration // 0: the redirector's default
+	dashSteeringTTL time.Duration // 0: the redirector's default
+	log             *slog.Logger
 	// playToken signs the play tokens of redirects; httpsLn serves the
 	// same as ln over TLS (secure_orchestrator.go).
 	playToken func(app, name string) string
@@ -220,7 +222,7 @@ func runControlPlane(ctx context.Context, cp controlPlane) error {
 		return err
 	}
 	r, err := redirector.New(redirector.Config{ID: cp.id, Graph: cp.graph, Geo: cp.geo, TokenKey: cp.tokenKey,
-		TrustedProxies: cp.trusted, DevIP: cp.devIP, Bonus: bonusAdapter(o), OverflowURL: cp.overflowURL, SteeringTTL: cp.steeringTTL,
+		TrustedProxies: cp.trusted, DevIP: cp.devIP, Bonus: bonusAdapter(o), OverflowURL: cp.overflowURL, SteeringTTL: cp.steeringTTL, DASHSteeringTTL: cp.dashSteeringTTL,
 		PlayToken: cp.playToken}, cp.conn, cp.log)
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ func steering(base, id string) func(app, name string) *packager.Steering {
 	}
 	return func(app, name string) *packager.Steering {
 		path := "/" + app + "/" + name + "?base=" + id
-		return &packager.Steering{Pathway: id, HLS: base + "/steer/hls" + path, DASH: base + "/steer/dash" + path}
+		return &packager.Steering{Pathway: id, HLS: base + "/steer/hls" + path, DASH: base + "/steer/dash" + path,
+			DASHManifest: base + "/steer/dash/" + app + "/" + name + "/manifest.mpd?base=" + id}
 	}
 }

@@ -127,6 +127,9 @@ type Orchestrator struct {
 	// SteeringTTL is the TTL of content steering answers: how soon HLS/DASH
 	// players following steering leave a draining relay (0 = 5s).
 	SteeringTTL time.Duration `yaml:"steering_ttl"`
+	// DASHSteeringTTL is the TTL of the DASH steering answers: how soon
+	// dash.js leaves a dead relay (0 = 2s).
+	DASHSteeringTTL time.Duration `yaml:"dash_steering_ttl"`
 	// PlayTokenTTL is the lifetime of the play tokens redirects carry (with
 	// play.token_secret): a viewer must start playing within it (default 10m).
 	PlayTokenTTL time.Duration `yaml:"play_token_ttl"`

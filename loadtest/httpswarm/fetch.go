@@ -124,6 +124,11 @@ func (c *client) get(ctx context.Context, u, kind string, keep bool, limit int64
 	if err != nil {
 		return nil, err
 	}
+	if c.sess != "" {
+		q := req.URL.Query()
+		q.Set("session", c.sess)
+		req.URL.RawQuery = q.Encode()
+	}
 	c.count(kind, 0)
 	sent := time.Now()
 	resp, err := c.http.Do(req)

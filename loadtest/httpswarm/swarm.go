@@ -88,6 +88,12 @@ type Config struct {
 	// a blocking reload's hold or a part still being written then counts).
 	ABRTiming string
 
+	// Session adds session=ID (the run's and the client's number) to every
+	// request's query, as a player that names its session does: servers
+	// that count viewers by it (relaymesh's packager) count each client,
+	// though all come from one address.
+	Session bool
+
 	RequestTimeout time.Duration // one request, blocking reloads included (default 10s)
 	MaxMediaBytes  int64         // one segment, part or init segment (default 64 MiB)
 
@@ -202,6 +208,7 @@ type client struct {
 	http  *http.Client
 	start time.Time
 	tot   *totals
+	sess  string // the session query parameter (Config.Session), or ""
 
 	mu       sync.Mutex
 	play     *playout
@@ -369,6 +376,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			abr: abr{up: cfg.ABRUp, down: cfg.ABRDown, hold: cfg.ABRHold},
 			st: ClientStats{ID: i, Throttled: throttled, MediaS: map[string]float64{},
 				Requests: map[string]int{}, Errors: map[string]int{}}}
+		if cfg.Session {
+			c.sess = fmt.Sprintf("%x-%d", start.UnixNano()&0xffffffff, i)
+		}
 		clients[i] = c
 		wg.Add(1)
 		go func() {

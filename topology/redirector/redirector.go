@@ -67,6 +67,9 @@ type Config struct {
 	// how soon a player following steering leaves a relay that drains.
 	// Default DefaultSteeringTTL.
 	SteeringTTL time.Duration
+	// DASHSteeringTTL is the TTL of the DASH answers (steering.go).
+	// Default DefaultDASHSteeringTTL.
+	DASHSteeringTTL time.Duration
 	// Placement tunes the mesh.
 	Placement placement.Config
 	// Bonus optionally reports the orchestrator's demand bonuses.
@@ -151,6 +154,9 @@ func New(cfg Config, conn *bus.Conn, log *slog.Logger) (*Redirector, error) {
 	}
 	if cfg.SteeringTTL <= 0 {
 		cfg.SteeringTTL = DefaultSteeringTTL
+	}
+	if cfg.DASHSteeringTTL <= 0 {
+		cfg.DASHSteeringTTL = DefaultDASHSteeringTTL
 	}
 	if cfg.AliveTimeout <= 0 {
 		cfg.AliveTimeout = bus.DefaultAliveTimeout

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"time"
 
@@ -26,6 +27,13 @@ import (
 // DefaultSteeringTTL is how long a player keeps a steering answer.
 const DefaultSteeringTTL = 5 * time.Second
 
+// DefaultDASHSteeringTTL is the TTL of the DASH answers. dash.js picks the
+// server of each segment request by its last answer (a segment's retries
+// go to the same URL, and a server is blacklisted only after them): with
+// 2 s, every dash.js player has an answer without a dead relay within 2 s
+// of the redirector dropping it (docs/hls-dash.md, *Content steering*).
+const DefaultDASHSteeringTTL = 2 * time.Second
+
 // maxPathways bounds the pathways of one answer.
 const maxPathways = 4
 
@@ -37,6 +45,50 @@ var hlsRenditions = []string{"full", "lite", "key", "audio"}
 
 func (r *Redirector) mountSteering(mux *http.ServeMux) {
 	mux.Handle("GET /steer/{proto}/{app}/{name}", withCORS(http.HandlerFunc(r.steer)))
+	mux.Handle("GET /steer/dash/{app}/{name}/manifest.mpd", withCORS(http.HandlerFunc(r.steerManifest)))
+}
+
+// steerManifest answers GET /steer/dash/{app}/{name}/manifest.mpd?base=ID,
+// the Location of the MPDs of servers that name this redirector for
+// steering (packager/steering.go): a redirect to the MPD on the first
+// server of the steering answer, the base one while it is up and nearest.
+// It is how dash.js refreshes its manifest: dash.js stops refreshing for
+// good when one refresh fails, and retries a failed one at the same URL, so
+// a manifest location on the relay itself ends the stream for its players
+// when the relay dies; here the retries land on a server that is up. The
+// redirect counts no viewer and no demand (a player refreshes every
+// second or so; /play counts the player once).
+func (r *Redirector) steerManifest(w http.ResponseWriter, req *http.Request) {
+	app, name := req.PathValue("app"), req.PathValue("name")
+	if !validName(app) || !validName(name) {
+		http.Error(w, "bad stream name", http.StatusBadRequest)
+		return
+	}
+	base := req.URL.Query().Get("base")
+	baseID, baseOK := r.mesh.ServerByID(base)
+	v, _ := r.viewerVertex(req)
+	if v == graph.NoVertex && baseOK && validPathway(base) {
+		v = r.mesh.Server(baseID).Vertex
+	}
+	if !baseOK {
+		baseID = placement.NoServer
+	}
+	ids := r.pathways(app+"/"+name, v, baseID)
+	if len(ids) == 0 {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "no server carries the stream", http.StatusServiceUnavailable)
+		return
+	}
+	_, httpAddr := r.addrs(ids[0])
+	scheme := "http"
+	if r.wantTLS(req) {
+		if _, httpsAddr := r.tlsAddrs(ids[0]); httpsAddr != "" {
+			httpAddr, scheme = httpsAddr, "https"
+		}
+	}
+	r.answers.steered.Add(1)
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, req, scheme+"://"+httpAddr+withPlayToken("/dash/"+app+"/"+name+"/manifest.mpd", r.playToken(app, name)), http.StatusFound)
 }
 
 // uriReplacement is the URI-REPLACEMENT of a pathway clone.
@@ -53,7 +105,8 @@ type pathwayClone struct {
 }
 
 // SteeringManifest is the answer of /steer: HLS (PATHWAY-PRIORITY) or DASH
-// (SERVICE-LOCATION-PRIORITY) content steering, version 1.
+// (SERVICE-LOCATION-PRIORITY, and PATHWAY-PRIORITY alike for dash.js)
+// content steering, version 1.
 type SteeringManifest struct {
 	Version         int            `json:"VERSION"`
 	TTL             int            `json:"TTL"`
@@ -98,43 +151,77 @@ func (r *Redirector) steer(w http.ResponseWriter, req *http.Request) {
 	}
 	ids := r.pathways(app+"/"+name, v, baseID)
 	ttl := int(r.cfg.SteeringTTL / time.Second)
+	if proto == "dash" {
+		ttl = int(r.cfg.DASHSteeringTTL / time.Second)
+	}
 	m := SteeringManifest{Version: 1, TTL: max(ttl, 1), ViewerLocation: viewerLoc,
 		ReloadURI: "/steer/" + proto + "/" + url.PathEscape(app) + "/" + url.PathEscape(name) + "?base=" + url.QueryEscape(base)}
 	var prio []string
 	for _, id := range ids {
+		prio = append(prio, r.mesh.Server(id).ID)
+	}
+	if proto == "dash" {
+		m.PathwayClones = r.dashClones(ids, baseID, baseOK)
+	}
+	for _, id := range ids {
 		srv := r.mesh.Server(id)
-		prio = append(prio, srv.ID)
-		if !baseOK || id == baseID {
+		if !baseOK || id == baseID || proto == "dash" {
 			continue
 		}
 		_, httpAddr := r.addrs(id)
 		c := pathwayClone{BaseID: base, ID: srv.ID}
-		if proto == "dash" {
-			c.URIReplacement.Host = "http://" + httpAddr
-		} else {
-			host := httpAddr
-			if h, _, err := net.SplitHostPort(httpAddr); err == nil {
-				host = h
-			}
-			c.URIReplacement.Host = host
-			c.URIReplacement.PerVariantURIs = map[string]string{}
-			c.URIReplacement.PerRenditionURIs = map[string]string{}
-			for _, stem := range hlsRenditions {
-				u := "http://" + httpAddr + "/hls/" + app + "/" + name + "/" + stem + ".m3u8"
-				c.URIReplacement.PerVariantURIs[stem] = u
-				c.URIReplacement.PerRenditionURIs[stem] = u
-			}
+		host := httpAddr
+		if h, _, err := net.SplitHostPort(httpAddr); err == nil {
+			host = h
+		}
+		c.URIReplacement.Host = host
+		c.URIReplacement.PerVariantURIs = map[string]string{}
+		c.URIReplacement.PerRenditionURIs = map[string]string{}
+		for _, stem := range hlsRenditions {
+			u := "http://" + httpAddr + "/hls/" + app + "/" + name + "/" + stem + ".m3u8"
+			c.URIReplacement.PerVariantURIs[stem] = u
+			c.URIReplacement.PerRenditionURIs[stem] = u
 		}
 		m.PathwayClones = append(m.PathwayClones, c)
 	}
+	// DASH: the DASH-IF name is SERVICE-LOCATION-PRIORITY, but dash.js
+	// (5.2.1 here) reads PATHWAY-PRIORITY, the HLS name, and without it
+	// follows no priority at all: it leaves a dead relay only by
+	// blacklisting it after a segment's retries, and refreshes its manifest
+	// from the dead relay still. A DASH answer carries both.
+	m.PathwayPriority = prio
 	if proto == "dash" {
 		m.ServicePriority = prio
-	} else {
-		m.PathwayPriority = prio
 	}
 	r.answers.steered.Add(1)
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, m)
+}
+
+// dashClones are the PATHWAY-CLONES of a DASH answer: every server of ids
+// as a clone of the base and of each other server of ids (HOST
+// http://host:port). dash.js asks again with the RELOAD-URI of its first
+// answer, which names the base it started on, while the MPDs it refreshes
+// come from the server it moved to: a clone per possible base lets it
+// synthesize the other servers' BaseURLs from whichever MPD it has.
+func (r *Redirector) dashClones(ids []placement.ServerID, base placement.ServerID, baseOK bool) []pathwayClone {
+	bases := ids
+	if baseOK && !slices.Contains(ids, base) {
+		bases = append([]placement.ServerID{base}, ids...)
+	}
+	var out []pathwayClone
+	for _, b := range bases {
+		for _, id := range ids {
+			if id == b {
+				continue
+			}
+			_, httpAddr := r.addrs(id)
+			c := pathwayClone{BaseID: r.mesh.Server(b).ID, ID: r.mesh.Server(id).ID}
+			c.URIReplacement.Host = "http://" + httpAddr
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // viewerVertex locates the viewer of req in the graph.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,7 +38,11 @@ func steering(t *testing.T, h http.Handler, target string) SteeringManifest {
 	if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
 		t.Fatal(err)
 	}
-	if m.Version != 1 || m.TTL != 5 || m.ReloadURI == "" {
+	ttl := DefaultSteeringTTL
+	if strings.HasPrefix(target, "/steer/dash/") {
+		ttl = DefaultDASHSteeringTTL
+	}
+	if m.Version != 1 || m.TTL != int(ttl/time.Second) || m.ReloadURI == "" {
 		t.Fatalf("%s: %+v", target, m)
 	}
 	return m
@@ -95,13 +100,50 @@ func TestSteeringHLS(t *testing.T) {
 func TestSteeringDASH(t *testing.T) {
 	r := steerMesh(t)
 	m := steering(t, r.Handler(), "/steer/dash/live/a?base=relay-na&ip=198.51.100.10&_DASH_pathway=relay-na")
-	if len(m.ServicePriority) != 3 || m.ServicePriority[0] != "relay-na" || len(m.PathwayPriority) != 0 {
+	// Both names: SERVICE-LOCATION-PRIORITY (DASH-IF) and PATHWAY-PRIORITY
+	// (what dash.js reads).
+	if len(m.ServicePriority) != 3 || m.ServicePriority[0] != "relay-na" || !slices.Equal(m.PathwayPriority, m.ServicePriority) {
 		t.Fatalf("priority %+v", m)
 	}
+	// Every server as a clone of every other: dash.js keeps asking with
+	// the first answer's RELOAD-URI (base=relay-na) after it moved to
+	// another server, whose MPD's BaseURL is the base it can clone.
+	clones := map[[2]string]string{}
 	for _, c := range m.PathwayClones {
-		if c.ID == "relay-as" && (c.BaseID != "relay-na" || c.URIReplacement.Host != "http://127.0.0.1:40001" || c.URIReplacement.PerVariantURIs != nil) {
-			t.Errorf("relay-as's clone %+v", c)
+		clones[[2]string{c.BaseID, c.ID}] = c.URIReplacement.Host
+		if c.URIReplacement.PerVariantURIs != nil {
+			t.Errorf("a DASH clone with HLS URIs: %+v", c)
 		}
+	}
+	if len(clones) != 6 || clones[[2]string{"relay-na", "relay-as"}] != "http://127.0.0.1:40001" ||
+		clones[[2]string{"primary", "relay-as"}] != "http://127.0.0.1:40001" || clones[[2]string{"relay-as", "relay-na"}] == "" {
+		t.Errorf("clones %v", clones)
+	}
+}
+
+// TestSteeringManifestRedirect: the MPD Location of a steered server is
+// the redirector's /steer/dash/…/manifest.mpd, which redirects to the
+// first server of the steering answer: the base while it is up, another
+// one once it is drained (a refresh of dash.js lands on a live server).
+func TestSteeringManifestRedirect(t *testing.T) {
+	r := steerMesh(t)
+	h := r.Handler()
+	loc := func(target string) string {
+		w := get(t, h, target, nil)
+		if w.Code != http.StatusFound || w.Header().Get("Access-Control-Allow-Origin") != "*" {
+			t.Fatalf("%s: %d %v", target, w.Code, w.Header())
+		}
+		return w.Header().Get("Location")
+	}
+	if got := loc("/steer/dash/live/a/manifest.mpd?base=relay-as"); got != "http://127.0.0.1:40001/dash/live/a/manifest.mpd" {
+		t.Errorf("base relay-as up: %s", got)
+	}
+	r.onAlive(bus.Alive{ID: "relay-as", Draining: true, Time: time.Now()}, time.Now())
+	if got := loc("/steer/dash/live/a/manifest.mpd?base=relay-as"); strings.Contains(got, ":40001/") || !strings.HasSuffix(got, "/dash/live/a/manifest.mpd") {
+		t.Errorf("base relay-as drained: %s", got)
+	}
+	if w := get(t, h, "/steer/dash/live/a%20b/manifest.mpd", nil); w.Code != http.StatusBadRequest {
+		t.Errorf("bad name: %d", w.Code)
 	}
 }
 
