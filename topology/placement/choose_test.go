@@ -515,3 +515,44 @@ func TestProvisionalToken(t *testing.T) {
 		t.Fatalf("ordinary token: %+v", res)
 	}
 }
+
+func TestDownNearer(t *testing.T) {
+	m, vx, sv := lineMesh(t,
+		graph.Server{ID: "a", Location: "A", CapacityViewers: 10},
+		graph.Server{ID: "a2", Location: "A", CapacityViewers: 10},
+		graph.Server{ID: "b", Location: "B", CapacityViewers: 10},
+	)
+	s, _ := m.AddStream("live", 0)
+	v := vx("V")
+	m.SetUnknown(sv("a2"))
+	if m.DownNearer(v, 3) {
+		t.Fatal("nothing is down (a2 has not reported yet)")
+	}
+	m.SetUp(sv("a"), false)
+	m.SetUp(sv("a"), false) // twice: counted once
+	m.Open(sv("b"), s)      // a new view shares the counts
+	if !m.DownNearer(v, 2) {
+		t.Error("a (distance 1) is down: a viewer given b (distance 2) is displaced")
+	}
+	if m.DownNearer(v, 1) {
+		t.Error("nothing nearer than distance 1 is down")
+	}
+	m.SetDraining(sv("a"), false) // back up (draining false = up)
+	if m.DownNearer(v, 3) {
+		t.Error("a is back: nothing is down")
+	}
+	m.SetUp(sv("b"), false)
+	m.SetUp(sv("a2"), false)
+	m.SetUp(sv("a2"), true)
+	if !m.DownNearer(v, 3) || m.DownNearer(v, 2) {
+		t.Error("only b (distance 2) is down")
+	}
+	m.SetUp(m.Primary(), false) // the primary does not count
+	m.SetUp(sv("b"), true)
+	if m.DownNearer(v, 10) {
+		t.Error("the primary counted as a displacing server")
+	}
+	if m.DownNearer(graph.NoVertex, 10) {
+		t.Error("unknown vertex")
+	}
+}
