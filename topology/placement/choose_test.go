@@ -70,7 +70,14 @@ func TestChooseByHand(t *testing.T) {
 	m.SetDraining(sv("a"), false)
 	m.SetUp(sv("b"), false)
 	m.SetLoad(sv("a"), 2, 0)
-	check("a full, b down: primary", m.Choose(vx("V"), s, r), "p", 3, ReasonNearest)
+	// b (distance 2) is down, so the viewer is displaced: the reserve
+	// carrier r (distance 1) is nearer than the regular choice, the primary.
+	check("a full, b down: the reserve, displaced", m.Choose(vx("V"), s, r), "r", 1, ReasonDisplaced)
+	m.SetUp(sv("b"), true)
+	m.Close(sv("b"), s)
+	check("a full, b not carrying: primary", m.Choose(vx("V"), s, r), "p", 3, ReasonNearest)
+	m.Open(sv("b"), s)
+	m.SetUp(sv("b"), false)
 	m.SetLoad(sv("p"), 1000, 0)
 	check("all regular full: reserve", m.Choose(vx("V"), s, r), "r", 1, ReasonReserve)
 	m.SetLoad(sv("r"), 10, 0)

@@ -384,9 +384,13 @@ func (m *Mesh) DownNearer(v graph.VertexID, dist float32) bool {
 	if w.downs.Load() == 0 {
 		return false
 	}
-	row := w.table.Row(v)
-	for j := range w.downAt {
-		if j < len(row) && row[j] < dist && w.downAt[j].Load() > 0 {
+	return w.downNearer(w.table.Row(v), dist)
+}
+
+// downNearer is DownNearer on a row of the table.
+func (v *view) downNearer(row []float32, dist float32) bool {
+	for j := range v.downAt {
+		if j < len(row) && row[j] < dist && v.downAt[j].Load() > 0 {
 			return true
 		}
 	}
