@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/relaymesh/relaymesh/topology/controller"
+	"github.com/relaymesh/relaymesh/topology/demand"
 	"github.com/relaymesh/relaymesh/topology/distance"
 	"github.com/relaymesh/relaymesh/topology/graph"
 	"github.com/relaymesh/relaymesh/topology/placement"
@@ -23,7 +24,9 @@ type Options struct {
 	Seed uint64
 	// ScaleCapacity multiplies every server's capacity by Scale too, so a
 	// run at a tenth of the viewers is the same problem in small: as many
-	// relays, each a tenth the size.
+	// relays, each a tenth the size. The demand threshold (a count of
+	// requests: the scenario's demand.threshold, default 50) is scaled
+	// with them, so the first relays open at the same share of the crowd.
 	ScaleCapacity bool
 	// Policy is the decider: the controller (default) or a baseline.
 	Policy Policy
@@ -164,7 +167,7 @@ func Run(ctx context.Context, sc *Scenario, opt Options) (*Summary, error) {
 	}
 	switch opt.Policy {
 	case PolicyController:
-		r.pol = controllerPolicy{controller.New(ControllerConfig(sc), g)}
+		r.pol = controllerPolicy{controller.New(scaledConfig(sc, opt), g)}
 	case PolicyStatic:
 		r.pol = &staticPolicy{newBaseline(g, sc)}
 	case PolicyLoadOnly:
@@ -311,6 +314,21 @@ func (r *run) act(now time.Time, cause controller.Kind, d controller.Decision) {
 			r.closeRelay(now, relayKey{k.server, placement.StreamID(s)}, false)
 		}
 	}
+}
+
+// scaledConfig is the controller configuration of sc for a run with opt:
+// ControllerConfig, with the demand threshold scaled like the viewers
+// when the run scales the servers too (Options.ScaleCapacity).
+func scaledConfig(sc *Scenario, opt Options) controller.Config {
+	cfg := ControllerConfig(sc)
+	if opt.ScaleCapacity && opt.Scale != 1 {
+		t := cfg.Demand.Threshold
+		if t <= 0 {
+			t = demand.DefaultThreshold
+		}
+		cfg.Demand.Threshold = t * opt.Scale
+	}
+	return cfg
 }
 
 // startup draws a relay's start-up time.
@@ -533,8 +551,13 @@ func (r *run) place(now time.Time, a *audience, n int64, claims placement.Claims
 		m.AddViewers(res.Server, a.stream, 1)
 		r.account(res.Server, a.stream, 1)
 		a.add(res.Server, 1)
-		if r.sc.ProvisionalTokens && r.dist(a, res.Server) > r.committed(a) {
-			a.on[a.idx[res.Server]].prov++
+		if r.sc.ProvisionalTokens {
+			// As the redirector signs them: provisional when a relay of the
+			// stream nearer than the server given is starting, or a server
+			// nearer than it is down (the viewer is displaced).
+			if d := r.dist(a, res.Server); d > r.committed(a) || m.DownNearer(a.vertex, d) {
+				a.on[a.idx[res.Server]].prov++
+			}
 		}
 		a.waiting--
 		n--
@@ -566,32 +589,57 @@ func (r *run) committed(a *audience) float32 {
 	return d
 }
 
-// provisional moves the viewers with provisional tokens that relay k, now
-// serving, is nearer to than their server: their token held them only
-// until then. As many come back as the relay has room for (the others'
-// new answer would be where they are).
+// provHolding is a holding of viewers with provisional tokens.
+type provHolding struct {
+	a       *audience
+	i       int
+	stretch float32
+}
+
+// provisional moves the viewers of k's stream whose provisional tokens
+// held them farther than a carrier that can now take them: relay k serves,
+// and every viewer of the stream with a provisional token asks again (its
+// token held it only until a nearer carrier had room), the viewers
+// farthest from their best location first. A viewer moves when the
+// redirector's fresh choice is nearer than its server, as many as that
+// choice has room for.
 func (r *run) provisional(now time.Time, k relayKey) {
-	room := r.room(k)
-	for _, a := range r.byStrm[k.stream] {
-		dk := r.dist(a, k.server)
+	s := k.stream
+	var hs []provHolding
+	for _, a := range r.byStrm[s] {
 		for i := range a.on {
 			h := &a.on[i]
 			h.prov = min(h.prov, h.n)
-			if h.prov == 0 || r.dist(a, h.server) <= dk || room <= 0 {
-				continue
+			if h.prov > 0 {
+				hs = append(hs, provHolding{a, i, max(r.dist(a, h.server), 1) / max(a.best, 1)})
 			}
-			n := min(h.prov, room)
-			room -= n
-			h.n -= n
-			h.prov -= n
-			a.watch -= n
-			r.leave(h.server, a.stream, n)
-			a.waiting += n
-			before := a.waiting - n
-			r.place(now, a, n, placement.Claims{})
-			if moved := n - (a.waiting - before); moved > 0 {
-				r.sum.ViewersMovedNearer += moved
-			}
+		}
+	}
+	sort.SliceStable(hs, func(x, y int) bool { return hs[x].stretch > hs[y].stretch })
+	for _, p := range hs {
+		a := p.a
+		h := &a.on[p.i]
+		if h.prov = min(h.prov, h.n); h.prov == 0 {
+			continue
+		}
+		m := r.meshes[r.rr%len(r.meshes)]
+		res := m.Choose(a.vertex, s, r.rng)
+		if res.Server == placement.NoServer || res.Server == h.server || res.Dist >= r.dist(a, h.server) {
+			continue
+		}
+		n := min(h.prov, r.room(relayKey{res.Server, s}))
+		if n <= 0 {
+			continue
+		}
+		h.n -= n
+		h.prov -= n
+		a.watch -= n
+		r.leave(h.server, s, n)
+		a.waiting += n
+		before := a.waiting - n
+		r.place(now, a, n, placement.Claims{})
+		if moved := n - (a.waiting - before); moved > 0 {
+			r.sum.ViewersMovedNearer += moved
 		}
 	}
 }

@@ -327,7 +327,7 @@ func (c *Controller) Threshold() float64 {
 	if t := c.cfg.Demand.Threshold; t > 0 {
 		return t
 	}
-	return 50
+	return demand.DefaultThreshold
 }
 
 func (c *Controller) srvID(i int) string { return c.g.Servers()[i].ID }

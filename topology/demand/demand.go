@@ -40,12 +40,15 @@ type Config struct {
 	MaxStreams int
 }
 
+// DefaultThreshold is Config.Threshold's default.
+const DefaultThreshold = 50
+
 func (c *Config) defaults() {
 	if c.K <= 0 {
 		c.K = 1
 	}
 	if c.Threshold <= 0 {
-		c.Threshold = 50
+		c.Threshold = DefaultThreshold
 	}
 	if c.HalfLife <= 0 {
 		c.HalfLife = time.Minute

@@ -22,6 +22,7 @@ const (
 	ReasonSticky                        // the viewer's token names a server that can keep it
 	ReasonFull                          // no server has headroom: retry later
 	ReasonUnknown                       // unknown stream or vertex: the primary
+	ReasonDisplaced                     // a nearer server is down: a reserve carrier nearer than the regular choice
 )
 
 var reasonText = [...]string{
@@ -32,6 +33,7 @@ var reasonText = [...]string{
 	ReasonSticky:      "sticky: the viewer's assignment token is still good",
 	ReasonFull:        "every server that could take the viewer is at capacity",
 	ReasonUnknown:     "unknown stream or location: the primary",
+	ReasonDisplaced:   "a server nearer to the viewer is down: a reserve server nearer than any regular one with room",
 }
 
 func (r Reason) String() string {
@@ -112,6 +114,15 @@ func (m *Mesh) Choose(v graph.VertexID, s StreamID, r Rand) Result {
 	}
 	if res, ok := pick(row, cs, kbps, false, r, m.cfg.TieTolerance); ok {
 		res.Nearest = nearest
+		// A viewer displaced by a server that is down (one nearer than the
+		// regular choice): the reserve pool is there for that, and a
+		// reserve carrier nearer than the regular choice takes it.
+		if w.downs.Load() > 0 && w.downNearer(row, res.Dist) {
+			if rr, ok := pick(row, cs, kbps, true, r, m.cfg.TieTolerance); ok && rr.Dist < res.Dist {
+				rr.Reason, rr.Nearest = ReasonDisplaced, nearest
+				return rr
+			}
+		}
 		return res
 	}
 	if res, ok := pick(row, cs, kbps, true, r, m.cfg.TieTolerance); ok {

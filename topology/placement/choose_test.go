@@ -70,7 +70,14 @@ func TestChooseByHand(t *testing.T) {
 	m.SetDraining(sv("a"), false)
 	m.SetUp(sv("b"), false)
 	m.SetLoad(sv("a"), 2, 0)
-	check("a full, b down: primary", m.Choose(vx("V"), s, r), "p", 3, ReasonNearest)
+	// b (distance 2) is down, so the viewer is displaced: the reserve
+	// carrier r (distance 1) is nearer than the regular choice, the primary.
+	check("a full, b down: the reserve, displaced", m.Choose(vx("V"), s, r), "r", 1, ReasonDisplaced)
+	m.SetUp(sv("b"), true)
+	m.Close(sv("b"), s)
+	check("a full, b not carrying: primary", m.Choose(vx("V"), s, r), "p", 3, ReasonNearest)
+	m.Open(sv("b"), s)
+	m.SetUp(sv("b"), false)
 	m.SetLoad(sv("p"), 1000, 0)
 	check("all regular full: reserve", m.Choose(vx("V"), s, r), "r", 1, ReasonReserve)
 	m.SetLoad(sv("r"), 10, 0)
@@ -513,5 +520,46 @@ func TestProvisionalToken(t *testing.T) {
 	claims.Provisional = false
 	if res := m.ChooseSticky(vjp, s, claims, r); res.Server != na {
 		t.Fatalf("ordinary token: %+v", res)
+	}
+}
+
+func TestDownNearer(t *testing.T) {
+	m, vx, sv := lineMesh(t,
+		graph.Server{ID: "a", Location: "A", CapacityViewers: 10},
+		graph.Server{ID: "a2", Location: "A", CapacityViewers: 10},
+		graph.Server{ID: "b", Location: "B", CapacityViewers: 10},
+	)
+	s, _ := m.AddStream("live", 0)
+	v := vx("V")
+	m.SetUnknown(sv("a2"))
+	if m.DownNearer(v, 3) {
+		t.Fatal("nothing is down (a2 has not reported yet)")
+	}
+	m.SetUp(sv("a"), false)
+	m.SetUp(sv("a"), false) // twice: counted once
+	m.Open(sv("b"), s)      // a new view shares the counts
+	if !m.DownNearer(v, 2) {
+		t.Error("a (distance 1) is down: a viewer given b (distance 2) is displaced")
+	}
+	if m.DownNearer(v, 1) {
+		t.Error("nothing nearer than distance 1 is down")
+	}
+	m.SetDraining(sv("a"), false) // back up (draining false = up)
+	if m.DownNearer(v, 3) {
+		t.Error("a is back: nothing is down")
+	}
+	m.SetUp(sv("b"), false)
+	m.SetUp(sv("a2"), false)
+	m.SetUp(sv("a2"), true)
+	if !m.DownNearer(v, 3) || m.DownNearer(v, 2) {
+		t.Error("only b (distance 2) is down")
+	}
+	m.SetUp(m.Primary(), false) // the primary does not count
+	m.SetUp(sv("b"), true)
+	if m.DownNearer(v, 10) {
+		t.Error("the primary counted as a displacing server")
+	}
+	if m.DownNearer(graph.NoVertex, 10) {
+		t.Error("unknown vertex")
 	}
 }

@@ -62,6 +62,7 @@ const (
 	stateUp uint32 = iota
 	stateDraining
 	stateDown
+	stateUnknown // not reported yet: not chosen, and nobody was displaced from it
 )
 
 // serverInfo is the static part of a server, copied from the graph.
@@ -99,6 +100,11 @@ type view struct {
 	names    []string
 	kbps     []int64 // per stream bitrate
 	peers    int64
+	// downAt counts, per destination of the table, the relay and reserve
+	// servers there marked down; downs is their sum (DownNearer). Shared,
+	// like load, by the copies of a view.
+	downAt []atomic.Int32
+	downs  *atomic.Int32
 }
 
 // Mesh is the placement state: graph, distance table, servers, streams and
@@ -128,6 +134,8 @@ func newView(g *graph.Graph, old *view) *view {
 		load:    make([]serverLoad, len(gs)),
 		byID:    make(map[string]ServerID, len(gs)),
 		primary: ServerID(g.Primary()),
+		downAt:  make([]atomic.Int32, t.NumDests()),
+		downs:   new(atomic.Int32),
 	}
 	for i, s := range gs {
 		v.servers[i] = serverInfo{
@@ -155,7 +163,7 @@ func newView(g *graph.Graph, old *view) *view {
 	for i := range old.servers {
 		if n, ok := v.byID[old.servers[i].id]; ok {
 			o, l := &old.load[i], &v.load[n]
-			l.state.Store(o.state.Load())
+			v.storeState(n, o.state.Load())
 			l.viewers.Store(o.viewers.Load())
 			l.kbps.Store(o.kbps.Load())
 			l.predicted.Store(o.predicted.Load())
@@ -338,11 +346,55 @@ func (m *Mesh) SetUp(id ServerID, up bool) {
 	m.setState(id, st)
 }
 
+// SetUnknown marks a server that has not reported yet: no viewer is sent
+// there, and, unlike a server that went down, it displaced nobody
+// (DownNearer does not count it). SetUp or SetDraining brings it in.
+func (m *Mesh) SetUnknown(id ServerID) { m.setState(id, stateUnknown) }
+
 func (m *Mesh) setState(id ServerID, st uint32) {
 	v := m.view.Load()
 	if id >= 0 && int(id) < len(v.load) {
-		v.load[id].state.Store(st)
+		v.storeState(id, st)
 	}
+}
+
+// storeState sets a server's state and keeps the counts of servers down.
+func (v *view) storeState(id ServerID, st uint32) {
+	old := v.load[id].state.Swap(st)
+	info := &v.servers[id]
+	if id == v.primary || info.dest < 0 || (old == stateDown) == (st == stateDown) {
+		return
+	}
+	d := int32(1)
+	if st != stateDown {
+		d = -1
+	}
+	v.downAt[info.dest].Add(d)
+	v.downs.Add(d)
+}
+
+// DownNearer reports whether a relay or reserve server at a location
+// nearer to v than dist is marked down: a viewer at v given a server at
+// dist may be that far only because it is (the redirector then signs a
+// provisional token, so the viewer comes back once a nearer carrier can
+// take it). It looks at the locations, not the servers: no allocation, a
+// pass over the table's row only while some server is down.
+func (m *Mesh) DownNearer(v graph.VertexID, dist float32) bool {
+	w := m.view.Load()
+	if w.downs.Load() == 0 {
+		return false
+	}
+	return w.downNearer(w.table.Row(v), dist)
+}
+
+// downNearer is DownNearer on a row of the table.
+func (v *view) downNearer(row []float32, dist float32) bool {
+	for j := range v.downAt {
+		if j < len(row) && row[j] < dist && v.downAt[j].Load() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Draining reports whether a server is draining.

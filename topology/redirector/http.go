@@ -231,9 +231,11 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 	} else {
 		target = httpScheme + "://" + httpAddr + withPlayToken(path, pt)
 	}
-	// Placed farther than a relay of the stream that is starting: the token
-	// is provisional (the viewer moves once that relay serves).
-	prov := known && r.provisional(stream, v, res.Dist)
+	// Placed farther than a relay of the stream that is starting, or than a
+	// server that is down (the viewer is displaced by a relay's death or a
+	// region's outage): the token is provisional (the viewer moves once a
+	// nearer carrier can take it).
+	prov := known && (r.provisional(stream, v, res.Dist) || r.mesh.DownNearer(v, res.Dist))
 	token, err := placement.Sign(r.cfg.TokenKey, placement.Claims{Server: srv.ID, Stream: stream, Expires: now.Add(r.cfg.TokenTTL), Provisional: prov})
 	if err == nil {
 		// Path /play/{app}/: the token also comes with the files a DASH

@@ -11,7 +11,7 @@ import (
 var reasonLabel = map[placement.Reason]string{
 	placement.ReasonNearest: "nearest", placement.ReasonTie: "tie", placement.ReasonReserve: "reserve",
 	placement.ReasonUnreachable: "unreachable", placement.ReasonSticky: "sticky", placement.ReasonFull: "full",
-	placement.ReasonUnknown: "unknown",
+	placement.ReasonUnknown: "unknown", placement.ReasonDisplaced: "displaced",
 }
 
 // maxReasons bounds the placement reasons counted (placement.Reason is a small enum).

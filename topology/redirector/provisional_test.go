@@ -51,3 +51,33 @@ func TestProvisionalTokenWhileANearerRelayStarts(t *testing.T) {
 		t.Fatalf("Tokyo with an ordinary token: %+v", held)
 	}
 }
+
+// A Tokyo viewer whose nearest relay (relay-as) went down is sent to the
+// primary with a provisional token: it comes back once a carrier near it
+// can take it again, not when its token ends. Before relay-as ever
+// reported, the same answer is an ordinary token (nobody was displaced).
+func TestProvisionalTokenWhenANearerServerIsDown(t *testing.T) {
+	r := newTest(t, nil, Config{DevIP: true})
+	h := r.Handler()
+	r.onPlacement(bus.Placement{App: "live", Name: "a"})
+	if tokyo := choice(t, h, "/play/live/a?ip=203.0.113.5"); tokyo.Relay != "primary" || tokyo.Provisional {
+		t.Fatalf("Tokyo before relay-as reported: %+v", tokyo)
+	}
+	r.onStatus(bus.Status{ID: "relay-as", Location: "as", Time: time.Now()})
+	r.onPlacement(bus.Placement{App: "live", Name: "a", Relays: []bus.PlacedRelay{{Server: "relay-as", Parent: "primary", State: bus.StateReady}}})
+	if tokyo := choice(t, h, "/play/live/a?ip=203.0.113.5"); tokyo.Relay != "relay-as" || tokyo.Provisional {
+		t.Fatalf("Tokyo with relay-as serving: %+v", tokyo)
+	}
+	id, ok := r.mesh.ServerByID("relay-as")
+	if !ok {
+		t.Fatal("no relay-as")
+	}
+	r.markDown(id, "test")
+	tokyo := choice(t, h, "/play/live/a?ip=203.0.113.5")
+	if tokyo.Relay != "primary" || !tokyo.Provisional {
+		t.Fatalf("Tokyo with relay-as down: %+v", tokyo)
+	}
+	if berlin := choice(t, h, "/play/live/a?ip=192.0.2.7"); berlin.Relay != "primary" || berlin.Provisional {
+		t.Fatalf("Berlin (relay-as is not nearer than the primary): %+v", berlin)
+	}
+}

@@ -177,10 +177,11 @@ func New(cfg Config, conn *bus.Conn, log *slog.Logger) (*Redirector, error) {
 		relays: map[placement.ServerID]*relayState{}, placements: map[string]bus.Placement{}, opening: map[string][]placement.ServerID{},
 		demand: map[demandKey]demandVal{}}
 	r.rnd.New = func() any { return mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64())) }
-	// Relays count as down until they report; the primary is always up.
+	// Relays are not sent viewers until they report; the primary is always
+	// up. Not reported yet is not down: it displaced no viewer.
 	for i := range cfg.Graph.Servers() {
 		if placement.ServerID(i) != r.mesh.Primary() {
-			r.mesh.SetUp(placement.ServerID(i), false)
+			r.mesh.SetUnknown(placement.ServerID(i))
 		}
 	}
 	return r, nil
