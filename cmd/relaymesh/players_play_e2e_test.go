@@ -219,7 +219,9 @@ func TestPlayersDirectAndThroughPlay(t *testing.T) {
 // with the legacy demuxers; DASH or HLS), or "".
 func gstBroken(legacy, dash bool) string {
 	if legacy && !dash {
-		return "the legacy hlsdemux times fMP4 segments by their place in the playlist, not by their tfdt, so its sinks wait for the stream's age before the first frame"
+		// On this test's young stream it plays (the wait is a few
+		// seconds): the skip keeps the test from saying it works.
+		return "the legacy hlsdemux times fMP4 segments by their place in the playlist, not by their tfdt, so its sinks wait for the media time of the first listed segment (minutes on a stream minutes old) before the first frame"
 	}
 	return ""
 }
