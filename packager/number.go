@@ -26,9 +26,9 @@ import (
 // GOP varies leaves some indexes without a segment (404) for such clients.
 
 // numberRendition reports whether the $Number$ manifest offers video
-// rendition r: full only. lite and key drop pictures, and hold the last
-// one kept until the next (key: one picture, of a whole segment's
-// duration). GStreamer's adaptive demuxer times a picture by the frame
+// rendition r: full only. key holds one picture for a whole segment (and
+// lite holds the pictures it keeps past a frame's duration: left out for
+// the same reason, not tried). GStreamer's adaptive demuxer times a picture by the frame
 // rate of the stream's SPS (40 ms at 25 fps), not by its sample duration,
 // so it sees a hole after each one and sends the video sink a gap event;
 // dashdemux2 starts on the lowest bandwidth (key), and a gap before the
