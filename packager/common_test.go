@@ -148,6 +148,20 @@ func TestNumberManifest(t *testing.T) {
 			t.Fatalf("template %+v\n%s", tmpl, b)
 		}
 	}
+	// Video: full alone (numberRendition: GStreamer mis-times the pictures
+	// of lite and key and then shows nothing for the stream's age).
+	for _, as := range mpd.Periods[0].AdaptationSets {
+		if as.ContentType != "video" {
+			continue
+		}
+		if len(as.Representations) != 1 || as.Representations[0].Id != Full.String() {
+			var ids []string
+			for _, r := range as.Representations {
+				ids = append(ids, r.Id)
+			}
+			t.Errorf("video representations %v, want [full]\n%s", ids, b)
+		}
+	}
 	if time.Duration(*mpd.TimeShiftBufferDepth) < 18*time.Second || time.Duration(*mpd.SuggestedPresentationDelay) < 14*time.Second {
 		t.Errorf("timeShiftBufferDepth %v, suggestedPresentationDelay %v: want the kept segments", *mpd.TimeShiftBufferDepth, *mpd.SuggestedPresentationDelay)
 	}

@@ -185,6 +185,9 @@ func (st *stream) period(sess *session, segs []*segment, number bool) *m.Period 
 		}
 		as.MaxWidth, as.MaxHeight = uint32(sess.vc.width), uint32(sess.vc.height)
 		for r := Full; r <= Key; r++ {
+			if number && !numberRendition(r) {
+				continue
+			}
 			t := sess.byRend[r]
 			peak, _ := st.seg.bandwidth(r)
 			rep := m.NewVideoRepresentation(r.String(), t.codec, "", "", max(peak, 1), sess.vc.width, sess.vc.height)

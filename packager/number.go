@@ -25,6 +25,21 @@ import (
 // starts within half a nominal duration of n × duration; a stream whose
 // GOP varies leaves some indexes without a segment (404) for such clients.
 
+// numberRendition reports whether the $Number$ manifest offers video
+// rendition r: full only. key holds one picture for a whole segment (and
+// lite holds the pictures it keeps past a frame's duration: left out for
+// the same reason, not tried). GStreamer's adaptive demuxer times a picture by the frame
+// rate of the stream's SPS (40 ms at 25 fps), not by its sample duration,
+// so it sees a hole after each one and sends the video sink a gap event;
+// dashdemux2 starts on the lowest bandwidth (key), and a gap before the
+// first decoded picture reaches playbin3's video sink ahead of any
+// segment event: the sink then waits for the clock to reach the
+// picture's media time, the age of the stream, before it shows anything
+// (GST_DEBUG=basesink:5 shows "possibly waiting for clock to reach" that
+// time after "gap event", with no "segment event" before it). With full
+// alone it plays at once.
+func numberRendition(r Rendition) bool { return r == Full }
+
 // numbered turns tmpl into a $Number$ template on sess's nominal grid from
 // pstart (ms), in milliseconds.
 func numbered(tmpl *m.SegmentTemplateType, sess *session, pstart int64) {

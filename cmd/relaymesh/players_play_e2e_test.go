@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -15,14 +20,15 @@ import (
 // gstBufferPTS matches the buffer timestamps fakesink reports with -v.
 var gstBufferPTS = regexp.MustCompile(`pts: (\d+):(\d\d):(\d\d)\.(\d{9})`)
 
-// gstPlays runs gst-launch-1.0 playbin3 on url for at most d and returns
-// the span of video timestamps its sink received. legacy runs playbin
-// instead with GStreamer's newer adaptive demuxers (hlsdemux2, dashdemux2)
-// ranked out, so that it takes the legacy ones (hlsdemux, dashdemux; they
-// are not streams-aware, which playbin3 needs).
-func gstPlays(t *testing.T, url string, legacy bool, d time.Duration) (time.Duration, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+// gstPlays runs gst-launch-1.0 playbin3 on url until its video sink has
+// received want of video (by the buffers' timestamps) or d has passed,
+// and returns the span of video timestamps the sink received with the
+// end of the output. legacy runs playbin instead with GStreamer's newer
+// adaptive demuxers (hlsdemux2, dashdemux2) ranked out, so that it takes
+// the legacy ones (hlsdemux, dashdemux; they are not streams-aware, which
+// playbin3 needs).
+func gstPlays(ctx context.Context, url string, legacy bool, want, d time.Duration) (time.Duration, string) {
+	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	bin := "playbin3"
 	if legacy {
@@ -33,10 +39,27 @@ func gstPlays(t *testing.T, url string, legacy bool, d time.Duration) (time.Dura
 	if legacy {
 		cmd.Env = append(os.Environ(), "GST_PLUGIN_FEATURE_RANK=hlsdemux2:NONE,dashdemux2:NONE")
 	}
-	out, _ := cmd.CombinedOutput() // ended by the timeout
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		return 0, err.Error()
+	}
+	go func() { _ = cmd.Wait(); pw.Close() }() // ended by the timeout or cancel
 	var lo, hi time.Duration
 	n := 0
-	for _, m := range gstBufferPTS.FindAllStringSubmatch(string(out), -1) {
+	var tail []string // the last lines of output
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if len(tail) == 20 {
+			tail = tail[1:]
+		}
+		tail = append(tail, line)
+		m := gstBufferPTS.FindStringSubmatch(line)
+		if m == nil || !strings.Contains(line, "fakesink") || !strings.Contains(line, "chain") {
+			continue
+		}
 		var v [4]int
 		for i := range v {
 			v[i], _ = strconv.Atoi(m[i+1])
@@ -47,15 +70,19 @@ func gstPlays(t *testing.T, url string, legacy bool, d time.Duration) (time.Dura
 		}
 		hi = max(hi, ts)
 		n++
+		if hi-lo >= want {
+			cancel() // enough: the rest of the output drains
+		}
 	}
-	tail := string(out)
-	if len(tail) > 1500 {
-		tail = tail[len(tail)-1500:]
+	_, _ = io.Copy(io.Discard, pr)
+	out := strings.Join(tail, "\n")
+	if len(out) > 1500 {
+		out = out[len(out)-1500:]
 	}
 	if n == 0 {
-		return 0, tail
+		return 0, out
 	}
-	return hi - lo, tail
+	return hi - lo, out
 }
 
 // TestPlayersDirectAndThroughPlay: ffmpeg, GStreamer's playbin3 (with
@@ -65,17 +92,16 @@ func gstPlays(t *testing.T, url string, legacy bool, d time.Duration) (time.Dura
 // TestBrowserPlayers (from a relay) and TestSteeringFailover (through
 // /play, from a page of another origin).
 //
-// Two cases do not play (docs/hls-dash.md, *Players*) and are skipped,
-// named as broken, unless RELAYMESH_PLAYERS_ALL=1 asks for them: the legacy
-// hlsdemux on the relay's HLS (1.6 s of video, then nothing, no error), and
-// playbin3 on DASH through /play (it buffers for the whole 100 s and shows
-// no frame in two runs out of two; from the relay it plays).
+// The twelve players run at once on the one mesh, each until it has shown
+// 3 s of video (or its limit). Cases that GStreamer itself cannot play
+// (docs/hls-dash.md, *Players*) are skipped, named as broken, unless
+// RELAYMESH_PLAYERS_ALL=1 asks for them.
 func TestPlayersDirectAndThroughPlay(t *testing.T) {
 	requireTool(t, "ffmpeg", "gst-launch-1.0")
 	if testing.Short() {
-		t.Skip("plays for a few minutes")
+		t.Skip("plays for a minute")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 560*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	m := startTestMesh(t)
 	ctl := m.startScaleControl(ctx, "orch")
@@ -83,7 +109,7 @@ func TestPlayersDirectAndThroughPlay(t *testing.T) {
 	c := ctl.web
 	mv := c.waitRelaysUp(4)
 	const stream = "live/players"
-	startPublisher(t, "rtmp://"+m.primary+"/"+stream, 540*time.Second, 800)
+	startPublisher(t, "rtmp://"+m.primary+"/"+stream, 150*time.Second, 800)
 	waitLiveAt(t, mv.Primary.HTTPURL, stream)
 	mv = c.buildDemand(stream, []string{ipUS}, "relay-na")
 	var relayURL string
@@ -98,9 +124,34 @@ func TestPlayersDirectAndThroughPlay(t *testing.T) {
 		{"hls through /play", c.web + "/play/" + stream + "?proto=hls&ip=" + ipUS},
 		{"dash through /play", c.web + "/play/" + stream + "?proto=dash&ip=" + ipUS},
 	}
-	time.Sleep(4 * time.Second) // a few segments
+	// The relay packages the stream from its first HTTP request on: wait
+	// for a few segments in its window. With one or two, playbin3 buffers
+	// HLS for longer than its limit and dashdemux2 (1.22.0) fails an
+	// assertion at start ("stream->pending_cb_id == 0").
+	waitFor(t, "four segments on the relay", 30*time.Second, func() bool {
+		resp, err := http.Get(relayURL + "/hls/" + stream + "/full.m3u8")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return bytes.Count(b, []byte("#EXTINF")) >= 4
+	})
+	const want = 3 * time.Second
+	// Four players at a time, to bound the CPU they take on a small shared
+	// machine; the slowest start first: playbin3 (DASH before HLS), then
+	// the legacy demuxers, then ffmpeg.
+	type player struct {
+		name  string
+		order int
+		f     func(t *testing.T)
+	}
+	var players []player
+	run := func(name string, order int, f func(t *testing.T)) {
+		players = append(players, player{name, order, f})
+	}
 	for _, s := range sources {
-		t.Run("ffmpeg "+s.name, func(t *testing.T) {
+		run("ffmpeg "+s.name, 3, func(t *testing.T) {
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
 			var stderr bytes.Buffer
@@ -116,32 +167,61 @@ func TestPlayersDirectAndThroughPlay(t *testing.T) {
 			if legacy {
 				name = "gstreamer legacy demuxers "
 			}
-			t.Run(name+s.name, func(t *testing.T) {
-				if os.Getenv("RELAYMESH_PLAYERS_ALL") == "" {
-					switch {
-					case legacy && strings.HasPrefix(s.name, "hls"):
-						t.Skip("BROKEN: the legacy hlsdemux plays 1.6 s of the relay's HLS and stops (docs/hls-dash.md, Players); RELAYMESH_PLAYERS_ALL=1 runs it")
-					case !legacy && s.name == "dash through /play":
-						t.Skip("BROKEN: playbin3 buffers DASH through /play for 100 s and shows no frame (docs/hls-dash.md, Players); RELAYMESH_PLAYERS_ALL=1 runs it")
-					}
+			dash := strings.HasPrefix(s.name, "dash")
+			order := 2
+			if !legacy && dash {
+				order = 0
+			} else if !legacy {
+				order = 1
+			}
+			run(name+s.name, order, func(t *testing.T) {
+				if reason := gstBroken(legacy, dash); reason != "" && os.Getenv("RELAYMESH_PLAYERS_ALL") == "" {
+					t.Skip("BROKEN in GStreamer: " + reason + " (docs/hls-dash.md, Players); RELAYMESH_PLAYERS_ALL=1 runs it")
 				}
-				// DASH: GStreamer starts suggestedPresentationDelay back;
-				// playbin3 buffers 30 s before it plays (docs/hls-dash.md,
-				// GStreamer), here 30-75 s in.
-				limit := 20 * time.Second
-				switch {
-				case strings.HasPrefix(s.name, "dash") && !legacy:
-					limit = 100 * time.Second
-				case strings.HasPrefix(s.name, "dash"):
-					limit = 45 * time.Second
+				// playbin3 buffers 15-30 s of DASH before it plays
+				// (docs/hls-dash.md, GStreamer).
+				limit := 30 * time.Second
+				if dash && !legacy {
+					limit = 60 * time.Second
 				}
-				d, tail := gstPlays(t, s.url, legacy, limit)
-				if d < 3*time.Second {
-					t.Errorf("GStreamer played %v of %s, want ≥ 3 s; output ends:\n%s", d, s.url, tail)
+				start := time.Now()
+				d, tail := gstPlays(ctx, s.url, legacy, want, limit)
+				for try := 0; try < 2 && d == 0 && strings.Contains(tail, "Bail out!"); try++ {
+					// dashdemux2 1.22.0 now and then fails an assertion of
+					// its own at start (docs/hls-dash.md, GStreamer): again.
+					t.Logf("GStreamer aborted, again; output ends:\n%s", tail)
+					d, tail = gstPlays(ctx, s.url, legacy, want, limit)
+				}
+				if d < want {
+					t.Errorf("GStreamer played %v of %s in %v, want ≥ %v; output ends:\n%s", d, s.url, time.Since(start).Round(time.Second), want, tail)
 				} else {
-					t.Logf("GStreamer played %v", d)
+					t.Logf("GStreamer played %v in %v", d, time.Since(start).Round(time.Second))
 				}
 			})
 		}
 	}
+	slices.SortStableFunc(players, func(a, b player) int { return a.order - b.order })
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 4)
+	for _, p := range players {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			t.Run(p.name, p.f)
+		}()
+	}
+	wg.Wait()
+}
+
+// gstBroken says why GStreamer itself cannot play a case (legacy: playbin
+// with the legacy demuxers; DASH or HLS), or "".
+func gstBroken(legacy, dash bool) string {
+	if legacy && !dash {
+		// On this test's young stream it plays (the wait is a few
+		// seconds): the skip keeps the test from saying it works.
+		return "the legacy hlsdemux times fMP4 segments by their place in the playlist, not by their tfdt, so its sinks wait for the media time of the first listed segment (minutes on a stream minutes old) before the first frame"
+	}
+	return ""
 }
