@@ -12,28 +12,19 @@ var (
 	testAACSeq = []byte{0xaf, 0x00, 0x12, 0x08, 0x56, 0xe5, 0x00}
 )
 
-func TestParseVideoConfig(t *testing.T) {
+// The configurations are read by internal/codec (tested there); the
+// packager keeps what it needs of them.
+func TestConfigsFromCodec(t *testing.T) {
 	vc, err := parseVideoConfig(testAVCSeq)
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || vc.width != 640 || vc.height != 360 || vc.nalLen != 4 || vc.codec != "avc1.64001e" || !bytes.Equal(vc.raw, testAVCSeq) {
+		t.Fatalf("video: %+v, %v", vc, err)
 	}
-	if vc.width != 640 || vc.height != 360 || vc.nalLen != 4 || vc.codec != "avc1.64001e" {
-		t.Fatalf("got %dx%d nal %d codec %s", vc.width, vc.height, vc.nalLen, vc.codec)
-	}
-	for _, bad := range [][]byte{nil, {0x17, 0}, {0x17, 1, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7}, testAVCSeq[:20]} {
-		if _, err := parseVideoConfig(bad); !errors.Is(err, errCodec) {
-			t.Fatalf("%x: err %v", bad, err)
-		}
-	}
-}
-
-func TestParseAudioConfig(t *testing.T) {
 	ac, err := parseAudioConfig(testAACSeq)
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || ac.sampleRate != 44100 || ac.channels != 1 || ac.frameLen != 1024 || ac.codec != "mp4a.40.2" || !bytes.Equal(ac.raw, testAACSeq) {
+		t.Fatalf("audio: %+v, %v", ac, err)
 	}
-	if ac.sampleRate != 44100 || ac.channels != 1 || ac.frameLen != 1024 || ac.codec != "mp4a.40.2" {
-		t.Fatalf("got %+v", ac)
+	if _, err := parseVideoConfig(testAVCSeq[:20]); !errors.Is(err, errCodec) {
+		t.Fatalf("truncated video: %v", err)
 	}
 	if _, err := parseAudioConfig([]byte{0xaf, 0, 0xff}); !errors.Is(err, errCodec) {
 		t.Fatalf("bad ASC: %v", err)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,14 +100,7 @@ func TestBrowserPlayers(t *testing.T) {
 	startPublisher(t, m.publishURL(), 240*time.Second, 2500)
 	waitLive(t, m.primary, "live", "cam")
 	base := "http://" + m.r1.http
-	waitFor(t, "the multivariant playlist", 20*time.Second, func() bool {
-		resp, err := http.Get(base + "/hls/live/cam/index.m3u8")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	waitOK(t, "the multivariant playlist", base+"/hls/live/cam/index.m3u8", 20*time.Second)
 	time.Sleep(4 * time.Second) // two segments, so the players' first look has something to play
 
 	// hls.js's default low-latency mode fetches the rest of a segment part

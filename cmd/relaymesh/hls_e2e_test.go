@@ -24,14 +24,7 @@ func TestHLSAndDASHOnRelay(t *testing.T) {
 	waitLive(t, m.primary, "live", "cam")
 	base := "http://" + m.r1.http
 	master := base + "/hls/live/cam/index.m3u8"
-	waitFor(t, "the multivariant playlist", 20*time.Second, func() bool {
-		resp, err := http.Get(master)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	waitOK(t, "the multivariant playlist", master, 20*time.Second)
 	time.Sleep(3 * time.Second) // a few segments
 	urls := []string{master, base + "/dash/live/cam/manifest.mpd"}
 	for _, v := range []string{"full", "lite", "key", "audio"} {

@@ -398,14 +398,7 @@ func TestPlayerLatency(t *testing.T) {
 	requireBrowser(t, root)
 	chromium, _ := exec.LookPath("chromium")
 	base := "http://" + m.r2.http
-	waitFor(t, "the multivariant playlist", 20*time.Second, func() bool {
-		resp, err := http.Get(base + "/hls/live/cam/index.m3u8")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	waitOK(t, "the multivariant playlist", base+"/hls/live/cam/index.m3u8", 20*time.Second)
 	time.Sleep(4 * time.Second)
 	for _, tc := range []struct{ player, url string }{
 		{"hls", base + "/hls/live/cam/index.m3u8"},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,14 +133,7 @@ func TestNginxLatency(t *testing.T) {
 	})
 	base := "http://" + httpAddr
 	for _, f := range []string{"/hls/cam.m3u8", "/dash/cam.mpd"} {
-		waitFor(t, "nginx's "+f, 30*time.Second, func() bool {
-			resp, err := http.Get(base + f)
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
-		})
+		waitOK(t, "nginx's "+f, base+f, 30*time.Second)
 	}
 	time.Sleep(4 * time.Second)
 	for _, tc := range []struct{ player, url string }{

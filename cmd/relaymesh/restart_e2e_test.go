@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -65,6 +66,19 @@ func (w *watcher) snapshot() (video, unpublish, publish int, err error) {
 }
 
 // waitFor polls cond until it holds or the timeout passes.
+// waitOK waits until a GET of url answers 200 OK (what names it on failure).
+func waitOK(t *testing.T, what, url string, d time.Duration) {
+	t.Helper()
+	waitFor(t, what, d, func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
