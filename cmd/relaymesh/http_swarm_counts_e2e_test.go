@@ -34,20 +34,10 @@ func TestHTTPSwarmCounts(t *testing.T) {
 	const players = 50
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	m := startTestMesh(t)
-	ctl := m.startScaleControl(ctx, "orch")
-	waitFor(t, "the orchestrator leads", 10*time.Second, ctl.o.Leader)
-	c := ctl.web
-	mv := c.waitRelaysUp(4)
 	const stream = "live/swarm"
-	startPublisher(t, "rtmp://"+m.primary+"/"+stream, 80*time.Second, 400)
-	waitLiveAt(t, mv.Primary.HTTPURL, stream)
-	var relayURL string
-	for _, r := range mv.Relays {
-		if r.ID == "relay-na" {
-			relayURL = r.HTTPURL
-		}
-	}
+	_, ctl, mv := startLiveScaleMesh(ctx, t, stream, 80*time.Second, 400)
+	c := ctl.web
+	relayURL := relayHTTPURL(t, mv, "relay-na")
 	type result struct {
 		r   *httpswarm.Report
 		err error

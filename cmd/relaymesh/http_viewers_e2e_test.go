@@ -91,14 +91,9 @@ func TestHTTPViewersKeepRelaysOpen(t *testing.T) {
 	requireTool(t, "ffmpeg")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	m := startTestMesh(t)
-	ctl := m.startScaleControl(ctx, "orch")
-	waitFor(t, "the orchestrator leads", 10*time.Second, ctl.o.Leader)
-	c := ctl.web
-	mv := c.waitRelaysUp(4)
 	const stream = "live/http"
-	startPublisher(t, "rtmp://"+m.primary+"/"+stream, 80*time.Second, 400)
-	waitLiveAt(t, mv.Primary.HTTPURL, stream)
+	_, ctl, mv := startLiveScaleMesh(ctx, t, stream, 80*time.Second, 400)
+	c := ctl.web
 	mv = c.buildDemand(stream, []string{ipUS, ipJP}, "relay-na", "relay-as")
 	relayHTTP := map[string]string{}
 	for _, r := range mv.Relays {

@@ -103,21 +103,11 @@ func TestPlayersDirectAndThroughPlay(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
-	m := startTestMesh(t)
-	ctl := m.startScaleControl(ctx, "orch")
-	waitFor(t, "the orchestrator leads", 10*time.Second, ctl.o.Leader)
-	c := ctl.web
-	mv := c.waitRelaysUp(4)
 	const stream = "live/players"
-	startPublisher(t, "rtmp://"+m.primary+"/"+stream, 150*time.Second, 800)
-	waitLiveAt(t, mv.Primary.HTTPURL, stream)
+	_, ctl, mv := startLiveScaleMesh(ctx, t, stream, 150*time.Second, 800)
+	c := ctl.web
 	mv = c.buildDemand(stream, []string{ipUS}, "relay-na")
-	var relayURL string
-	for _, r := range mv.Relays {
-		if r.ID == "relay-na" {
-			relayURL = r.HTTPURL
-		}
-	}
+	relayURL := relayHTTPURL(t, mv, "relay-na")
 	sources := []struct{ name, url string }{
 		{"hls from the relay", relayURL + "/hls/" + stream + "/index.m3u8"},
 		{"dash from the relay", relayURL + "/dash/" + stream + "/manifest.mpd"},

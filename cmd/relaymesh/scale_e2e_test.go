@@ -10,6 +10,7 @@ import (
 	"github.com/relaymesh/relaymesh/loadtest/swarm"
 	"github.com/relaymesh/relaymesh/topology/graph"
 	"github.com/relaymesh/relaymesh/topology/orchestrator"
+	"github.com/relaymesh/relaymesh/topology/redirector"
 	"github.com/relaymesh/relaymesh/topology/scaling"
 )
 
@@ -37,6 +38,32 @@ func startScaleMesh(t *testing.T) *testMesh {
 		t.Fatal(err)
 	}
 	return startMeshOn(t, g)
+}
+
+// startLiveScaleMesh starts the test mesh with a scaling orchestrator that
+// leads and its four relays up, and publishes stream to the primary for d at
+// kbps until it is live there.
+func startLiveScaleMesh(ctx context.Context, t *testing.T, stream string, d time.Duration, kbps int) (*testMesh, *testControl, redirector.MeshView) {
+	t.Helper()
+	m := startTestMesh(t)
+	ctl := m.startScaleControl(ctx, "orch")
+	waitFor(t, "the orchestrator leads", 10*time.Second, ctl.o.Leader)
+	mv := ctl.web.waitRelaysUp(4)
+	startPublisher(t, "rtmp://"+m.primary+"/"+stream, d, kbps)
+	waitLiveAt(t, mv.Primary.HTTPURL, stream)
+	return m, ctl, mv
+}
+
+// relayHTTPURL is the HTTP URL of relay id in mv.
+func relayHTTPURL(t *testing.T, mv redirector.MeshView, id string) string {
+	t.Helper()
+	for _, r := range mv.Relays {
+		if r.ID == id {
+			return r.HTTPURL
+		}
+	}
+	t.Fatalf("no relay %s in the mesh view", id)
+	return ""
 }
 
 // startScaleControl is startControl with scaleConfig.
