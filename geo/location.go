@@ -42,9 +42,10 @@ func (l Location) EffectiveCountry() string {
 	return l.RegisteredCountry
 }
 
-// locationJSON is the JSON form of a Location: snake_case names, absent
-// coordinates as null.
-type locationJSON struct {
+// LocationJSON is the JSON form of a Location: snake_case names, absent
+// coordinates as null. Tools that print a Location beside fields of their
+// own embed it.
+type LocationJSON struct {
 	Country           string   `json:"country"`
 	RegisteredCountry string   `json:"registered_country"`
 	Continent         string   `json:"continent"`
@@ -58,10 +59,9 @@ type locationJSON struct {
 	Reserved          bool     `json:"reserved"`
 }
 
-// MarshalJSON writes the Location with snake_case keys and null coordinates
-// when the database gave none.
-func (l Location) MarshalJSON() ([]byte, error) {
-	j := locationJSON{
+// JSON returns the Location's JSON form.
+func (l Location) JSON() LocationJSON {
+	j := LocationJSON{
 		Country: l.Country, RegisteredCountry: l.RegisteredCountry,
 		Continent: l.Continent, Subdivision: l.Subdivision, City: l.City,
 		GeonameID: l.GeonameID, AccuracyRadius: l.AccuracyRadius,
@@ -71,5 +71,9 @@ func (l Location) MarshalJSON() ([]byte, error) {
 		lat, lon := l.Latitude, l.Longitude
 		j.Latitude, j.Longitude = &lat, &lon
 	}
-	return json.Marshal(j)
+	return j
 }
+
+// MarshalJSON writes the Location with snake_case keys and null coordinates
+// when the database gave none.
+func (l Location) MarshalJSON() ([]byte, error) { return json.Marshal(l.JSON()) }

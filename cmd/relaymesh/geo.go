@@ -82,7 +82,8 @@ func runGeo(ctx context.Context, args []string) error {
 			line.Error = err.Error()
 			failed++
 		} else {
-			line.fill(loc)
+			j := loc.JSON()
+			line.LocationJSON = &j
 			if matcher != nil {
 				line.Vertex, line.Level = matcher.Match(loc)
 			}
@@ -97,32 +98,12 @@ func runGeo(ctx context.Context, args []string) error {
 	return nil
 }
 
-// geoLookupLine is one output line of 'geo lookup'.
+// geoLookupLine is one output line of 'geo lookup': the address, and its
+// location or the error.
 type geoLookupLine struct {
-	Address           string   `json:"address"`
-	Error             string   `json:"error,omitempty"`
-	Found             bool     `json:"found"`
-	Reserved          bool     `json:"reserved,omitempty"`
-	Country           string   `json:"country"`
-	RegisteredCountry string   `json:"registered_country"`
-	Continent         string   `json:"continent"`
-	Subdivision       string   `json:"subdivision"`
-	City              string   `json:"city"`
-	GeonameID         uint     `json:"geoname_id"`
-	Latitude          *float64 `json:"latitude"`
-	Longitude         *float64 `json:"longitude"`
-	AccuracyRadius    uint16   `json:"accuracy_radius,omitempty"`
-	Vertex            string   `json:"vertex,omitempty"`
-	Level             string   `json:"level,omitempty"`
-}
-
-func (g *geoLookupLine) fill(l geo.Location) {
-	g.Found, g.Reserved = l.Found, l.Reserved
-	g.Country, g.RegisteredCountry, g.Continent = l.Country, l.RegisteredCountry, l.Continent
-	g.Subdivision, g.City, g.GeonameID = l.Subdivision, l.City, l.GeonameID
-	if l.HasCoordinates {
-		lat, lon := l.Latitude, l.Longitude
-		g.Latitude, g.Longitude = &lat, &lon
-	}
-	g.AccuracyRadius = l.AccuracyRadius
+	Address string `json:"address"`
+	Error   string `json:"error,omitempty"`
+	*geo.LocationJSON
+	Vertex string `json:"vertex,omitempty"`
+	Level  string `json:"level,omitempty"`
 }
