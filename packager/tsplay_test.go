@@ -332,3 +332,29 @@ func TestTSPlayAudioOnly(t *testing.T) {
 		t.Errorf("PIDs %v: want PAT, PMT, audio", pids)
 	}
 }
+
+// TestTSPlaySteered: with content steering, ts.m3u8 carries it like
+// index.m3u8: the steering tag, and its variant's pathway and stable id
+// (ts_full: the redirector's clones give that variant's URI per server).
+func TestTSPlaySteered(t *testing.T) {
+	st := testStream(t, Config{Steering: func(app, name string) *Steering {
+		return &Steering{Pathway: "relay-eu", HLS: "http://redirector.example/steer/hls/live/test?base=relay-eu"}
+	}})
+	st.pushAll(synthGOPs(0, 3, true))
+	b, err := st.steerHLS(st.tsPlayMultivariant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"#EXT-X-CONTENT-STEERING:SERVER-URI=\"http://redirector.example/steer/hls/live/test?base=relay-eu\",PATHWAY-ID=\"relay-eu\"\n",
+		`PATHWAY-ID="relay-eu",STABLE-VARIANT-ID="ts_full"` + "\nts_full.m3u8\n",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("ts.m3u8 lacks %q:\n%s", want, b)
+		}
+	}
+	var pl playlist.Multivariant
+	if err := pl.Unmarshal(b); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+}
