@@ -124,9 +124,10 @@ func (st *stream) tsPlayFile(seg *segment, r Rendition) *tsSegment {
 		sess.remux = rx
 	}
 	for _, s := range st.seg.kept() {
-		// Older ones made already, or left behind while nobody asked
-		// (those are not made: a file of their own would jump its
-		// counters anyway), newer ones are for later.
+		// Of this session, complete, not made yet, up to seg: in order,
+		// from the oldest kept on the first time, from the newest made
+		// on later (a segment older than that one cannot be missing:
+		// the guard keeps the writer's counters in order).
 		if s.sess != sess || !s.done || s.ts[r] != nil || s.msn > seg.msn || (s.msn < rx.next && s != seg) {
 			continue
 		}
