@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/relaymesh/relaymesh/internal/av"
 )
 
 // benchFrames is a minute of a synthetic 25 fps stream with AAC audio
@@ -139,4 +141,51 @@ func BenchmarkServeSegment(b *testing.B) {
 		}
 		b.SetBytes(bytes / int64(b.N))
 	})
+}
+
+// BenchmarkTSPlayRemux measures making one file of ts.m3u8 (tsplay.go)
+// from a complete segment's fMP4 fragments: one op is one 2 s segment of
+// full with the audio, made once for all its viewers; synthetic is
+// benchFrames, x264 a real encoder's 640x360 stream (about 1.7 Mbit/s
+// with its AAC; needs ffmpeg). ts/fmp4 is the size of the MPEG-TS file
+// over full's and audio's fMP4 bytes.
+func BenchmarkTSPlayRemux(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		frames func() []*av.Frame
+	}{
+		{"synthetic", func() []*av.Frame { return benchFrames }},
+		{"x264", func() []*av.Frame { return encode(b, 8, "-bf", "3") }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p, err := New(newPushSource(), Config{Logger: discardLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			st := p.newStream("live", "bench")
+			for _, f := range c.frames() {
+				st.seg.push(f)
+			}
+			segs := st.seg.complete()
+			m, err := newTSWriter(st.seg.current(), Full)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rx := &tsRemux{r: Full, mux: m}
+			var ts, fmp4 int
+			b.ReportAllocs()
+			b.ResetTimer()
+			for n := 0; n < b.N; n++ {
+				seg := segs[n%len(segs)]
+				out, err := rx.remux(seg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ts += len(out.data)
+				fmp4 += len(seg.track(Full).data) + len(seg.track(Audio).data)
+			}
+			b.ReportMetric(float64(ts)/float64(fmp4), "ts/fmp4")
+		})
+	}
 }

@@ -95,7 +95,8 @@ func checkSync(t *testing.T, url string, wantVideo bool) {
 }
 
 // TestEndToEnd packages real encoder output and checks with ffprobe and
-// ffmpeg that every HLS variant, every MPEG-TS playlist and every DASH
+// ffmpeg that every HLS variant, every MPEG-TS playlist (ts.m3u8 and an
+// app configured mpegts) and every DASH
 // representation decodes without error, with audio and video in sync.
 func TestEndToEnd(t *testing.T) {
 	withB := encode(t, 8, "-bf", "3")
@@ -138,6 +139,9 @@ func TestEndToEnd(t *testing.T) {
 		// The muxed playlist: video and audio in the same segments.
 		muxed := base + "/hls/live/" + stream + "/muxed.m3u8"
 		checks = append(checks, func() { decode(t, muxed, "-map", "0:v:0", "-map", "0:a:0") }, func() { checkSync(t, muxed, true) })
+		// The MPEG-TS playlist, made from the fMP4 segments (tsplay.go).
+		ts := base + "/hls/live/" + stream + "/ts.m3u8"
+		checks = append(checks, func() { decode(t, ts, "-map", "0:v:0", "-map", "0:a:0") }, func() { checkSync(t, ts, true) })
 		mpd := base + "/dash/live/" + stream + "/manifest.mpd"
 		for i := range 3 { // full, lite, key with the audio
 			checks = append(checks, func() { decode(t, mpd, "-map", fmt.Sprintf("0:v:%d", i), "-map", "0:a:0") })

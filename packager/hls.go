@@ -48,12 +48,21 @@ func trackDuration(seg *segment, i int, t *track) time.Duration {
 // there is at least one complete segment. Segments of an earlier session
 // (other codec parameters) follow one another with EXT-X-DISCONTINUITY and
 // the init segment of their session (EXT-X-MAP).
-func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) { return st.renderMedia(r, false) }
+func (st *stream) mediaPlaylist(r Rendition) ([]byte, error) { return st.renderMedia(r, mediaApp) }
+
+// mediaForm is the form of a media playlist.
+type mediaForm uint8
+
+const (
+	mediaApp   mediaForm = iota // the app's format (config: llhls, fmp4 or mpegts)
+	mediaMuxed                  // muxed.m3u8 (muxed.go)
+	mediaTS                     // ts_{rendition}.m3u8 (tsplay.go): MPEG-TS, no parts
+)
 
 // muxedPlaylist renders muxed.m3u8 (muxed.go): full's segments, the audio
 // inside, without parts; st.mu is held and there is at least one complete
 // segment.
-func (st *stream) muxedPlaylist() ([]byte, error) { return st.renderMedia(Full, true) }
+func (st *stream) muxedPlaylist() ([]byte, error) { return st.renderMedia(Full, mediaMuxed) }
 
 // muxedOffered reports whether muxed.m3u8 is served: fMP4 apps (MPEG-TS
 // renditions carry their audio already) with video or audio; st.mu is
@@ -63,15 +72,16 @@ func (st *stream) muxedOffered() bool {
 	return st.app_.HLS != HLSMPEGTS && sess != nil && len(muxedTracks(sess)) > 0
 }
 
-func (st *stream) renderMedia(r Rendition, muxed bool) ([]byte, error) {
+func (st *stream) renderMedia(r Rendition, form mediaForm) ([]byte, error) {
 	sess := st.seg.current()
 	segs := st.seg.complete()
+	muxed := form == mediaMuxed
 	if muxed && sess.byRend[r] == nil {
 		r = Audio // an audio-only stream: the muxed files are its audio
 	}
 	t := sess.byRend[r]
-	ts := st.app_.HLS == HLSMPEGTS
-	ll := t.parts && !muxed
+	ts := st.app_.HLS == HLSMPEGTS || form == mediaTS
+	ll := t.parts && !muxed && !ts
 	uri := func(sid string, msn uint64) string {
 		if muxed {
 			return sid + "_" + muxedName + "_" + strconv.FormatUint(msn, 10) + ".m4s"
@@ -136,7 +146,7 @@ func (st *stream) renderMedia(r Rendition, muxed bool) ([]byte, error) {
 	if ll && !st.ended && segs[len(segs)-1].sess != sess {
 		hintDisc = initName(sess.id, r)
 	}
-	if st.app_.HLS == HLSLowLatency && !muxed {
+	if st.app_.HLS == HLSLowLatency && form == mediaApp {
 		// Every playlist of a low-latency ladder carries the same LL-HLS
 		// tags, with or without parts of its own: the ladder's PART-TARGET
 		// and a PART-HOLD-BACK (strict players take the part target from

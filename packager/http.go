@@ -287,6 +287,10 @@ type fileReq struct {
 	// muxed: a file of the muxed playlist (muxed.go; rend is Full): the
 	// playlist, its init segment or a segment by number.
 	muxed bool
+	// tsPlay: a playlist of the MPEG-TS playlist (tsplay.go): ts.m3u8
+	// (fileMultivariant) or ts_{rendition}.m3u8 (fileMedia). Its segments
+	// are fileTS.
+	tsPlay bool
 }
 
 // manifestNumber marks a request for the manifest addressed by $Number$
@@ -304,6 +308,11 @@ func parseFile(proto, file string) (fileReq, bool) {
 		return fileReq{kind: fileManifest, part: manifestNumber}, true
 	case proto == "hls" && file == muxedName+".m3u8":
 		return fileReq{kind: fileMedia, rend: Full, muxed: true}, true
+	case proto == "hls" && file == tsPlayName:
+		return fileReq{kind: fileMultivariant, tsPlay: true}, true
+	case proto == "hls" && strings.HasPrefix(file, tsPlayPrefix) && strings.HasSuffix(file, ".m3u8"):
+		r, ok := parseRendition(strings.TrimSuffix(file[len(tsPlayPrefix):], ".m3u8"))
+		return fileReq{kind: fileMedia, rend: r, tsPlay: true}, ok && (r == Full || r == Audio)
 	case proto == "hls" && strings.HasSuffix(file, ".m3u8"):
 		r, ok := parseRendition(strings.TrimSuffix(file, ".m3u8"))
 		return fileReq{kind: fileMedia, rend: r}, ok

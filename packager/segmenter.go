@@ -105,7 +105,8 @@ type session struct {
 	// nominal is the duration of the session's first complete segment
 	// (ms): the grid of the $Number$ manifest (number.go).
 	nominal int64
-	muxInit []byte // the muxed files' init segment (muxed.go), once asked for
+	muxInit []byte   // the muxed files' init segment (muxed.go), once asked for
+	remux   *tsRemux // makes the files of ts.m3u8 (tsplay.go), once asked for
 }
 
 // hasRendition reports whether the session offers r.

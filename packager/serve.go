@@ -47,7 +47,7 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 		return
 	}
 	cond := st.hasComplete
-	if req.muxed {
+	if req.muxed || req.tsPlay {
 		part = -1 // no parts: a segment-level blocking reload
 	}
 	if blocking && req.kind == fileMedia {
@@ -68,7 +68,8 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 		waitError(w, err)
 		return
 	}
-	if req.kind == fileMedia && (!st.seg.current().hasRendition(req.rend) && !req.muxed || req.muxed && !st.muxedOffered()) {
+	if req.kind == fileMedia && (!st.seg.current().hasRendition(req.rend) && !req.muxed || req.muxed && !st.muxedOffered()) ||
+		req.tsPlay && !st.tsPlayOffered(req.rend, req.kind) {
 		st.mu.Unlock()
 		httpError(w, http.StatusNotFound, cacheNotFound)
 		return
@@ -77,10 +78,16 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 	switch req.kind {
 	case fileMultivariant:
 		key = "index.m3u8"
+		if req.tsPlay {
+			key = tsPlayName
+		}
 	case fileMedia:
 		key = req.rend.String() + ".m3u8"
-		if req.muxed {
+		switch {
+		case req.muxed:
 			key = muxedName + ".m3u8"
+		case req.tsPlay:
+			key = tsPlayPrefix + key
 		}
 	case fileManifest:
 		key, kind, ctype = "manifest.mpd|"+st.p.baseURL(r)+manifestDir(r, st.app, st.name), "dash", ctypeMPD
@@ -91,10 +98,16 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 	out, err := st.render(key, kind, func() ([]byte, error) {
 		switch req.kind {
 		case fileMultivariant:
+			if req.tsPlay {
+				return st.steerHLS(st.tsPlayMultivariant())
+			}
 			return st.steerHLS(st.multivariant())
 		case fileMedia:
-			if req.muxed {
+			switch {
+			case req.muxed:
 				return st.muxedPlaylist()
+			case req.tsPlay:
+				return st.tsPlayPlaylist(req.rend)
 			}
 			return st.mediaPlaylist(req.rend)
 		}
@@ -323,6 +336,14 @@ func (st *stream) segmentData(seg *segment, req fileReq) (data []byte, done, ok 
 	}
 	if req.kind == fileTS {
 		ts := seg.ts[req.rend]
+		if ts == nil && st.app_.HLS != HLSMPEGTS {
+			if !seg.done {
+				// ts.m3u8's files are made once their segment is complete.
+				tr, ok := tsPlayRendition(seg.sess)
+				return nil, false, ok && tr == req.rend
+			}
+			ts = st.tsPlayFile(seg, req.rend)
+		}
 		if ts == nil {
 			return nil, false, false
 		}

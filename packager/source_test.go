@@ -33,6 +33,9 @@ type clip struct {
 	// loops bounds the replays (0: forever); after the last one the
 	// subscription sends EventUnpublish and then blocks.
 	loops int
+	// base is added to every timestamp delivered: a stream that has been
+	// going for that long.
+	base time.Duration
 }
 
 func (s *fakeSource) add(app, name string, c *clip) {
@@ -114,7 +117,7 @@ func (s *fakeSub) Next(ctx context.Context, dst []*av.Frame, maxBytes int) ([]*a
 			}
 		}
 		g := *f
-		g.Timestamp = ts
+		g.Timestamp = ts + uint32(s.c.base.Milliseconds())
 		dst = append(dst, &g)
 		s.i++
 		bytes += len(f.Payload)

@@ -38,22 +38,29 @@ func (w *switchWriter) Write(p []byte) (int, error) {
 }
 
 func (s *segmenter) newTSMuxer(r Rendition) *tsMuxer {
-	m := &tsMuxer{}
-	var tracks []*mpegts.Track
-	if r != Audio && s.sess.vc != nil {
-		m.video = &mpegts.Track{Codec: &tscodecs.H264{}}
-		tracks = append(tracks, m.video)
-	}
-	if s.sess.ac != nil {
-		m.audio = &mpegts.Track{Codec: &tscodecs.MPEG4Audio{Config: s.sess.ac.conf}}
-		tracks = append(tracks, m.audio)
-	}
-	m.w = &mpegts.Writer{W: &m.out, Tracks: tracks}
-	if err := m.w.Initialize(); err != nil {
+	m, err := newTSWriter(s.sess, r)
+	if err != nil {
 		s.log.Error("mpeg-ts writer", "err", err)
 		m.err = true
 	}
 	return m
+}
+
+// newTSWriter returns the MPEG-TS writer of rendition r of sess: its video
+// (unless r is Audio) and the audio.
+func newTSWriter(sess *session, r Rendition) (*tsMuxer, error) {
+	m := &tsMuxer{}
+	var tracks []*mpegts.Track
+	if r != Audio && sess.vc != nil {
+		m.video = &mpegts.Track{Codec: &tscodecs.H264{}}
+		tracks = append(tracks, m.video)
+	}
+	if sess.ac != nil {
+		m.audio = &mpegts.Track{Codec: &tscodecs.MPEG4Audio{Config: sess.ac.conf}}
+		tracks = append(tracks, m.audio)
+	}
+	m.w = &mpegts.Writer{W: &m.out, Tracks: tracks}
+	return m, m.w.Initialize()
 }
 
 // startTS begins the MPEG-TS segment of rendition r with the PAT and PMT.

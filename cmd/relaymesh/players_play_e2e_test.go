@@ -92,10 +92,10 @@ func gstPlays(ctx context.Context, url string, legacy bool, want, d time.Duratio
 // TestBrowserPlayers (from a relay) and TestSteeringFailover (through
 // /play, from a page of another origin).
 //
-// The twelve players run at once on the one mesh, each until it has shown
-// 3 s of video (or its limit). Cases that GStreamer itself cannot play
-// (docs/hls-dash.md, *Players*) are skipped, named as broken, unless
-// RELAYMESH_PLAYERS_ALL=1 asks for them.
+// The legacy hlsdemux cannot play live fMP4 (docs/hls-dash.md,
+// GStreamer): it plays the MPEG-TS playlist (ts.m3u8), which ffmpeg plays
+// as well. The fourteen players run four at a time on the one mesh, each
+// until it has shown 3 s of video (or its limit).
 func TestPlayersDirectAndThroughPlay(t *testing.T) {
 	requireTool(t, "ffmpeg", "gst-launch-1.0")
 	if testing.Short() {
@@ -108,11 +108,14 @@ func TestPlayersDirectAndThroughPlay(t *testing.T) {
 	c := ctl.web
 	mv = c.buildDemand(stream, []string{ipUS}, "relay-na")
 	relayURL := relayHTTPURL(t, mv, "relay-na")
-	sources := []struct{ name, url string }{
-		{"hls from the relay", relayURL + "/hls/" + stream + "/index.m3u8"},
-		{"dash from the relay", relayURL + "/dash/" + stream + "/manifest.mpd"},
-		{"hls through /play", c.web + "/play/" + stream + "?proto=hls&ip=" + ipUS},
-		{"dash through /play", c.web + "/play/" + stream + "?proto=dash&ip=" + ipUS},
+	// ts: the MPEG-TS playlist of the same HLS source (ts.m3u8; through
+	// /play, format=ts), which the legacy hlsdemux plays (it cannot play
+	// live fMP4: docs/hls-dash.md, GStreamer); ffmpeg plays it too.
+	sources := []struct{ name, url, ts string }{
+		{"hls from the relay", relayURL + "/hls/" + stream + "/index.m3u8", relayURL + "/hls/" + stream + "/ts.m3u8"},
+		{"dash from the relay", relayURL + "/dash/" + stream + "/manifest.mpd", ""},
+		{"hls through /play", c.web + "/play/" + stream + "?proto=hls&ip=" + ipUS, c.web + "/play/" + stream + "?proto=hls&format=ts&ip=" + ipUS},
+		{"dash through /play", c.web + "/play/" + stream + "?proto=dash&ip=" + ipUS, ""},
 	}
 	// The relay packages the stream from its first HTTP request on: wait
 	// for a few segments in its window. With one or two, playbin3 buffers
@@ -141,33 +144,40 @@ func TestPlayersDirectAndThroughPlay(t *testing.T) {
 		players = append(players, player{name, order, f})
 	}
 	for _, s := range sources {
-		run("ffmpeg "+s.name, 3, func(t *testing.T) {
-			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			var stderr bytes.Buffer
-			cmd := exec.CommandContext(cctx, "ffmpeg", "-hide_banner", "-v", "error", "-rw_timeout", "10000000",
-				"-i", s.url, "-map", "0:v:0", "-map", "0:a:0", "-t", "3", "-f", "null", "-")
-			cmd.Stderr = &stderr
-			if err := cmd.Run(); err != nil || stderr.Len() > 0 {
-				t.Errorf("ffmpeg %s: %v\n%s", s.url, err, stderr.String())
+		ffmpeg := func(url string) func(t *testing.T) {
+			return func(t *testing.T) {
+				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				var stderr bytes.Buffer
+				cmd := exec.CommandContext(cctx, "ffmpeg", "-hide_banner", "-v", "error", "-rw_timeout", "10000000",
+					"-i", url, "-map", "0:v:0", "-map", "0:a:0", "-t", "3", "-f", "null", "-")
+				cmd.Stderr = &stderr
+				if err := cmd.Run(); err != nil || stderr.Len() > 0 {
+					t.Errorf("ffmpeg %s: %v\n%s", url, err, stderr.String())
+				}
 			}
-		})
+		}
+		run("ffmpeg "+s.name, 3, ffmpeg(s.url))
+		if s.ts != "" {
+			run("ffmpeg "+s.name+" (MPEG-TS)", 3, ffmpeg(s.ts))
+		}
 		for _, legacy := range []bool{false, true} {
 			name := "gstreamer playbin3 "
 			if legacy {
 				name = "gstreamer legacy demuxers "
 			}
 			dash := strings.HasPrefix(s.name, "dash")
+			url, what := s.url, s.name
+			if legacy && s.ts != "" {
+				url, what = s.ts, s.name+" (MPEG-TS)"
+			}
 			order := 2
 			if !legacy && dash {
 				order = 0
 			} else if !legacy {
 				order = 1
 			}
-			run(name+s.name, order, func(t *testing.T) {
-				if reason := gstBroken(legacy, dash); reason != "" && os.Getenv("RELAYMESH_PLAYERS_ALL") == "" {
-					t.Skip("BROKEN in GStreamer: " + reason + " (docs/hls-dash.md, Players); RELAYMESH_PLAYERS_ALL=1 runs it")
-				}
+			run(name+what, order, func(t *testing.T) {
 				// playbin3 buffers 15-30 s of DASH before it plays
 				// (docs/hls-dash.md, GStreamer).
 				limit := 30 * time.Second
@@ -175,15 +185,15 @@ func TestPlayersDirectAndThroughPlay(t *testing.T) {
 					limit = 60 * time.Second
 				}
 				start := time.Now()
-				d, tail := gstPlays(ctx, s.url, legacy, want, limit)
+				d, tail := gstPlays(ctx, url, legacy, want, limit)
 				for try := 0; try < 2 && d == 0 && strings.Contains(tail, "Bail out!"); try++ {
 					// dashdemux2 1.22.0 now and then fails an assertion of
 					// its own at start (docs/hls-dash.md, GStreamer): again.
 					t.Logf("GStreamer aborted, again; output ends:\n%s", tail)
-					d, tail = gstPlays(ctx, s.url, legacy, want, limit)
+					d, tail = gstPlays(ctx, url, legacy, want, limit)
 				}
 				if d < want {
-					t.Errorf("GStreamer played %v of %s in %v, want ≥ %v; output ends:\n%s", d, s.url, time.Since(start).Round(time.Second), want, tail)
+					t.Errorf("GStreamer played %v of %s in %v, want ≥ %v; output ends:\n%s", d, url, time.Since(start).Round(time.Second), want, tail)
 				} else {
 					t.Logf("GStreamer played %v in %v", d, time.Since(start).Round(time.Second))
 				}
@@ -203,15 +213,4 @@ func TestPlayersDirectAndThroughPlay(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-}
-
-// gstBroken says why GStreamer itself cannot play a case (legacy: playbin
-// with the legacy demuxers; DASH or HLS), or "".
-func gstBroken(legacy, dash bool) string {
-	if legacy && !dash {
-		// On this test's young stream it plays (the wait is a few
-		// seconds): the skip keeps the test from saying it works.
-		return "the legacy hlsdemux times fMP4 segments by their place in the playlist, not by their tfdt, so its sinks wait for the media time of the first listed segment (minutes on a stream minutes old) before the first frame"
-	}
-	return ""
 }

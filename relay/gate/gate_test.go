@@ -156,6 +156,9 @@ func TestHTTP(t *testing.T) {
 	if w := do("/hls/open/cam/index.m3u8"); w.Code != 403 {
 		t.Errorf("hook refused, open app: %d", w.Code)
 	}
+	if w := do("/hls/open/cam/ts.m3u8"); w.Code != 403 {
+		t.Errorf("hook refused, the MPEG-TS playlist: %d", w.Code)
+	}
 	rec.mu.Lock()
 	rec.answer = 200
 	rec.mu.Unlock()

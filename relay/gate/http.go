@@ -35,7 +35,8 @@ func DASHPath(app, name, cred string) string {
 // 401; with a wrong, expired or other-stream one, or when on_play refuses,
 // 403. A playlist or manifest asked for with the credential in its query
 // is redirected (302) to the path form, so what it lists carries it too.
-// on_play is asked for index.m3u8 and manifest.mpd only, and an allowing
+// on_play is asked for the entry points only (index.m3u8, ts.m3u8 and
+// manifest.mpd), and an allowing
 // answer is remembered for 30 s per viewer address, stream and query.
 // A viewer's session (by address and stream) runs from its first allowed
 // request until it has made none for HTTPIdle (see Run); while it runs,
@@ -98,7 +99,7 @@ func (g *Gate) HTTP(next http.Handler) http.Handler {
 				return
 			}
 		}
-		entry := file == "index.m3u8" || file == "manifest.mpd"
+		entry := file == "index.m3u8" || file == "manifest.mpd" || file == "ts.m3u8"
 		if entry && g.cfg.Hooks.Has(hooks.OnPlay) {
 			b := hooks.Body{Action: hooks.OnPlay, IP: ip, Proto: proto, App: app, Stream: name, Param: r.URL.RawQuery}
 			if fromPath {

@@ -135,6 +135,21 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "proto must be rtmp, hls or dash", http.StatusBadRequest)
 		return
 	}
+	// format=ts (HLS): the relay's MPEG-TS playlist, for players that
+	// cannot play fMP4 HLS (docs/hls-dash.md).
+	hlsFile := "index.m3u8"
+	switch req.URL.Query().Get("format") {
+	case "":
+	case "ts":
+		if proto != "hls" {
+			http.Error(w, "format=ts is for proto=hls", http.StatusBadRequest)
+			return
+		}
+		hlsFile = tsPlaylist
+	default:
+		http.Error(w, "format must be ts (or none)", http.StatusBadRequest)
+		return
+	}
 	stream := app + "/" + name
 	g := r.mesh.Graph()
 	v, viewerLoc := graph.NoVertex, ""
@@ -178,7 +193,7 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 		r.noteDemand(stream, v, res.Nearest)
 	}
 	if res.Server == placement.NoServer && r.cfg.OverflowURL != "" && proto != "rtmp" {
-		path := "/hls/" + app + "/" + name + "/index.m3u8"
+		path := "/hls/" + app + "/" + name + "/" + hlsFile
 		if proto == "dash" {
 			path = "/dash/" + app + "/" + name + "/manifest.mpd"
 		}
@@ -221,7 +236,7 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 	case "rtmp":
 		target = rtmpScheme + "://" + rtmpAddr + "/" + app + "/" + name
 	case "hls":
-		path = "/hls/" + app + "/" + name + "/index.m3u8"
+		path = "/hls/" + app + "/" + name + "/" + hlsFile
 	case "dash":
 		path = "/dash/" + app + "/" + name + "/manifest.mpd"
 	}

@@ -80,3 +80,22 @@ func TestRedirectToTLSListeners(t *testing.T) {
 		t.Errorf("request over TLS: %q", l)
 	}
 }
+
+// ?proto=hls&format=ts sends a player to the relay's MPEG-TS playlist
+// (ts.m3u8), with the CORS headers of every answer; format is for HLS only.
+func TestRedirectFormatTS(t *testing.T) {
+	r := newTest(t, nil, Config{DevIP: true})
+	h := r.Handler()
+	w := get(t, h, "/play/live/cam?proto=hls&format=ts&ip=198.51.100.7", map[string]string{"Origin": "http://player.example"})
+	if loc := w.Header().Get("Location"); w.Code != http.StatusFound || !strings.HasSuffix(loc, "/hls/live/cam/ts.m3u8") || w.Header().Get("Access-Control-Allow-Origin") == "" {
+		t.Fatalf("%d %q %v", w.Code, loc, w.Header())
+	}
+	if c := choice(t, h, "/play/live/cam?proto=hls&format=ts&ip=198.51.100.7"); !strings.HasSuffix(c.URL, "/hls/live/cam/ts.m3u8") {
+		t.Fatalf("json: %+v", c)
+	}
+	for _, q := range []string{"proto=dash&format=ts", "proto=rtmp&format=ts", "proto=hls&format=fmp4"} {
+		if w := get(t, h, "/play/live/cam?"+q+"&ip=198.51.100.7", nil); w.Code != http.StatusBadRequest {
+			t.Errorf("%s: %d", q, w.Code)
+		}
+	}
+}

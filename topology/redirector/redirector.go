@@ -1,6 +1,7 @@
 // Package redirector sends each viewer to the nearest relay that carries the
 // stream: GET /play/{app}/{name}?proto=rtmp|hls|dash answers 302 to the
-// chosen server's URL (or JSON with Accept: application/json). It follows
+// chosen server's URL (or JSON with Accept: application/json);
+// proto=hls&format=ts names the server's MPEG-TS playlist. It follows
 // the placements and relay statuses in the bus buckets into its own
 // placement mesh, so it keeps answering from its last copy when the
 // orchestrator (or the bus) is away, and it publishes the requests it sees

@@ -38,10 +38,15 @@ const DefaultDASHSteeringTTL = 2 * time.Second
 const maxPathways = 4
 
 // hlsRenditions are the stems of the packager's media playlists (full.m3u8,
-// …), which it also writes as STABLE-VARIANT-ID and STABLE-RENDITION-ID:
+// …, and the MPEG-TS playlist's ts_full.m3u8, ts_audio.m3u8), which it also writes as STABLE-VARIANT-ID and STABLE-RENDITION-ID:
 // a clone's URIs are given per variant, since HOST replaces a host name
 // and relays may differ by port alone.
-var hlsRenditions = []string{"full", "lite", "key", "audio"}
+var hlsRenditions = []string{"full", "lite", "key", "audio", "ts_full", "ts_audio"}
+
+// tsPlaylist is the packager's MPEG-TS playlist (a multivariant playlist
+// whose variant is ts_full.m3u8, or ts_audio.m3u8 without video): what
+// /play?proto=hls&format=ts sends a player to.
+const tsPlaylist = "ts.m3u8"
 
 func (r *Redirector) mountSteering(mux *http.ServeMux) {
 	mux.Handle("GET /steer/{proto}/{app}/{name}", withCORS(http.HandlerFunc(r.steer)))

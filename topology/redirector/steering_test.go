@@ -68,7 +68,8 @@ func TestSteeringHLS(t *testing.T) {
 			t.Errorf("clone %+v", c)
 		}
 		if c.ID == "relay-na" && (c.URIReplacement.PerVariantURIs["full"] != "http://127.0.0.1:40003/hls/live/a/full.m3u8" ||
-			c.URIReplacement.PerRenditionURIs["audio"] != "http://127.0.0.1:40003/hls/live/a/audio.m3u8") {
+			c.URIReplacement.PerRenditionURIs["audio"] != "http://127.0.0.1:40003/hls/live/a/audio.m3u8" ||
+			c.URIReplacement.PerVariantURIs["ts_full"] != "http://127.0.0.1:40003/hls/live/a/ts_full.m3u8") {
 			t.Errorf("relay-na's clone %+v", c)
 		}
 	}
