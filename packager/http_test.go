@@ -187,7 +187,9 @@ func TestSlowClient(t *testing.T) {
 }
 
 func TestLingerStopsIdleStreams(t *testing.T) {
-	p, src, srv := testServer(t, Config{Linger: 100 * time.Millisecond})
+	// Linger long enough that a loaded machine still sees the stream
+	// running right after its start (100 ms failed at load average 12).
+	p, src, srv := testServer(t, Config{Linger: time.Second})
 	_, sub := startStream(t, src, srv.URL)
 	if len(p.Streams()) != 1 {
 		t.Fatal("stream not running")
