@@ -190,6 +190,7 @@ type Controller struct {
 	byName  map[string]*stream
 	byID    []*stream
 	seen    []time.Time // per server: last status
+	period  []float64   // per server: its status interval, seconds (EWMA of the gaps; 0: not known yet)
 	loads   [][]Load    // per server: last status's streams
 	down    []bool
 	carried []map[int]float64 // per server down: stream → viewers it had
@@ -219,7 +220,7 @@ func New(cfg Config, g *graph.Graph) *Controller {
 		tracker: demand.New(cfg.Demand, g, table),
 		scaler:  scaling.New(cfg.Scaling, g),
 		byName:  map[string]*stream{},
-		seen:    make([]time.Time, n), loads: make([][]Load, n), down: make([]bool, n),
+		seen:    make([]time.Time, n), period: make([]float64, n), loads: make([][]Load, n), down: make([]bool, n),
 		carried: make([]map[int]float64, n), destOf: make([]int, n), ended: map[int]time.Time{}}
 	for i, s := range g.Servers() {
 		c.destOf[i] = table.DestIndex(s.Vertex)
@@ -464,6 +465,15 @@ func (c *Controller) Status(now time.Time, server int, loads []Load, dst []Decis
 	if server < 0 || server >= len(c.seen) {
 		return dst
 	}
+	if prev := c.seen[server]; !prev.IsZero() && !c.down[server] {
+		if gap := now.Sub(prev).Seconds(); gap > 0 {
+			if c.period[server] == 0 {
+				c.period[server] = gap
+			} else {
+				c.period[server] = 0.8*c.period[server] + 0.2*gap
+			}
+		}
+	}
 	c.seen[server] = now
 	c.loads[server] = append(c.loads[server][:0], loads...)
 	for _, l := range loads {
@@ -540,7 +550,7 @@ func (c *Controller) measureStartup(d time.Duration) {
 		c.startup = 0.8*c.startup + 0.2*d.Seconds()
 	}
 	if c.autoH {
-		h := time.Duration((1.5*c.startup + 4) * float64(time.Second))
+		h := time.Duration((1.2*c.startup + 2) * float64(time.Second))
 		c.scaler.SetHorizon(min(max(h, 5*time.Second), 2*time.Minute))
 	}
 }
@@ -677,7 +687,7 @@ func (c *Controller) Tick(now time.Time, dst []Decision) []Decision {
 			children[r.Parent]++
 		}
 		if prim >= 0 && !c.seen[prim].IsZero() {
-			c.samples = append(c.samples, scaling.Sample{Server: prim, Stream: s.id, Viewers: c.viewers(prim, s.name) + children[prim]})
+			c.samples = append(c.samples, scaling.Sample{Server: prim, Stream: s.id, Viewers: c.viewers(prim, s.name) + children[prim], Overdue: c.overdue(now, prim)})
 		}
 		srvs := make([]int, 0, len(s.relays))
 		for srv := range s.relays {
@@ -689,7 +699,7 @@ func (c *Controller) Tick(now time.Time, dst []Decision) []Decision {
 				continue
 			}
 			l := c.load(srv, s.name)
-			c.samples = append(c.samples, scaling.Sample{Server: srv, Stream: s.id, Viewers: l.Viewers + children[srv], HTTPViewers: l.HTTPViewers})
+			c.samples = append(c.samples, scaling.Sample{Server: srv, Stream: s.id, Viewers: l.Viewers + children[srv], HTTPViewers: l.HTTPViewers, Overdue: c.overdue(now, srv)})
 		}
 	}
 	c.sdec = c.scaler.Evaluate(now, c.samples, c.sdec[:0])
@@ -715,6 +725,16 @@ func (c *Controller) Tick(now time.Time, dst []Decision) []Decision {
 		}
 	}
 	return dst
+}
+
+// overdue reports whether server's next status was due at now and has not
+// come: its last one is at least its usual interval old. Its viewers may be
+// placed again elsewhere already (a server that died is marked down only
+// after StatusTTL), so the scaler leaves them out of the stream's audience
+// as a whole.
+func (c *Controller) overdue(now time.Time, server int) bool {
+	p := c.period[server]
+	return p > 0 && now.Sub(c.seen[server]).Seconds() >= p
 }
 
 // viewers is what server last reported for the stream named name.

@@ -278,3 +278,30 @@ func TestPressureSkipsALocationThatIsDown(t *testing.T) {
 		t.Fatalf("opened %v", opened)
 	}
 }
+
+// A server's status is overdue once it is its usual interval old: every 2 s
+// measured, so due at 2 s after the last, overdue from then on; the first
+// status has no interval yet, and the gap while a server was down is not
+// one.
+func TestStatusOverdue(t *testing.T) {
+	c, g := dev(t, Config{})
+	srv := server(t, g, g.Servers()[1].ID)
+	sec := func(x float64) time.Time { return t0.Add(time.Duration(x * float64(time.Second))) }
+	c.Status(sec(0), srv, nil, nil)
+	if c.overdue(sec(5), srv) {
+		t.Fatal("overdue with one status (no interval known)")
+	}
+	c.Status(sec(2), srv, nil, nil)
+	c.Status(sec(4), srv, nil, nil)
+	if c.overdue(sec(5.9), srv) {
+		t.Fatal("overdue before its interval")
+	}
+	if !c.overdue(sec(6), srv) {
+		t.Fatal("not overdue a whole interval after its last status")
+	}
+	c.down[srv] = true // back after a long silence: the gap is no interval
+	c.Status(sec(100), srv, nil, nil)
+	if c.period[srv] != 2 {
+		t.Fatalf("interval %v s after the server came back, want 2", c.period[srv])
+	}
+}
