@@ -194,6 +194,8 @@ type Controller struct {
 	loads   [][]Load    // per server: last status's streams
 	down    []bool
 	carried []map[int]float64 // per server down: stream → viewers it had
+	back    []map[int]float64 // per server back (within Replace): what it carried when it went down
+	backAt  []time.Time
 	dec     []demand.Decision
 	sdec    []scaling.Decision
 	samples []scaling.Sample
@@ -221,7 +223,7 @@ func New(cfg Config, g *graph.Graph) *Controller {
 		scaler:  scaling.New(cfg.Scaling, g),
 		byName:  map[string]*stream{},
 		seen:    make([]time.Time, n), period: make([]float64, n), loads: make([][]Load, n), down: make([]bool, n),
-		carried: make([]map[int]float64, n), destOf: make([]int, n), ended: map[int]time.Time{}}
+		carried: make([]map[int]float64, n), back: make([]map[int]float64, n), backAt: make([]time.Time, n), destOf: make([]int, n), ended: map[int]time.Time{}}
 	for i, s := range g.Servers() {
 		c.destOf[i] = table.DestIndex(s.Vertex)
 	}
@@ -493,6 +495,7 @@ func (c *Controller) Status(now time.Time, server int, loads []Load, dst []Decis
 	c.scaler.SetDown(server, false)
 	carried := c.carried[server]
 	c.carried[server] = nil
+	c.back[server], c.backAt[server] = carried, now
 	ids := make([]int, 0, len(carried))
 	for id := range carried {
 		ids = append(ids, id)
@@ -506,8 +509,12 @@ func (c *Controller) Status(now time.Time, server int, loads []Load, dst []Decis
 		if _, ok := s.relays[server]; ok {
 			continue
 		}
-		why := fmt.Sprintf("server %s is back; it carried the stream with %.0f viewers when it went silent and the stream had demand %s ago",
-			c.srvID(server), carried[id], now.Sub(s.lastDemand).Round(time.Second))
+		load, room, lost := c.returning(now, s, server)
+		if load+lost <= c.high()*room {
+			continue // the relays there already hold what its servers carried
+		}
+		why := fmt.Sprintf("server %s is back; it carried the stream with %.0f viewers when it went silent and the stream had demand %s ago; its location's servers that went down carried %.0f, its relays hold %.0f and have room for %.0f below the high watermark",
+			c.srvID(server), carried[id], now.Sub(s.lastDemand).Round(time.Second), lost, load, c.high()*room-load)
 		sd, ok := c.scaler.OpenOn(now, id, server, why)
 		if !ok {
 			continue
@@ -515,6 +522,40 @@ func (c *Controller) Status(now time.Time, server int, loads []Load, dst []Decis
 		dst = c.open(now, s, sd, dst)
 	}
 	return dst
+}
+
+// returning sums, at the location of server (coming back), the viewers of
+// s its relays hold and their capacity (opening ones included: the
+// servers back before it), and the viewers of s that the location's
+// servers carried when they went down (those still down, and those back
+// within Replace). A server back is placed again for s only while the
+// location's relays cannot hold what its servers carried: after a region's
+// outage as many relays return as its viewers need, not every server that
+// had a relay of the stream (relays that return live the minimum lifetime).
+func (c *Controller) returning(now time.Time, s *stream, server int) (load, room, lost float64) {
+	j := c.destOf[server]
+	if j < 0 {
+		return 0, 0, math.Inf(1)
+	}
+	for srv, r := range s.relays {
+		if c.destOf[srv] != j || r.State == Draining {
+			continue
+		}
+		load += c.viewers(srv, s.name)
+		room += c.scaler.Capacity(srv, s.id)
+	}
+	for srv := range c.g.Servers() {
+		if c.destOf[srv] != j {
+			continue
+		}
+		switch {
+		case c.down[srv] && c.carried[srv] != nil:
+			lost += c.carried[srv][s.id]
+		case c.back[srv] != nil && now.Sub(c.backAt[srv]) <= c.cfg.Replace:
+			lost += c.back[srv][s.id]
+		}
+	}
+	return load, room, lost
 }
 
 // Ready records that relay server of stream id serves.

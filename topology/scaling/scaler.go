@@ -72,7 +72,7 @@ func (c *Config) defaults() {
 		c.High = DefaultHigh
 	}
 	if c.Low <= 0 {
-		c.Low = c.High - 0.07
+		c.Low = c.High - 0.05
 	}
 	if c.Hold <= 0 {
 		c.Hold = 10 * time.Second
@@ -817,7 +817,21 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 		// stream close to them). Reserve relays (overflow) go first, then
 		// the locations with the most room, and in them the emptiest
 		// relays.
-		keep := int(math.Ceil(want / ((s.cfg.High + s.cfg.Low) / 2 * capR)))
+		mid := (s.cfg.High + s.cfg.Low) / 2 * capR
+		keep := int(math.Ceil(want / mid))
+		falling := ""
+		if p := g.predicted; p < total {
+			// The load is falling: drain down to the count that puts the
+			// load predicted at the horizon half-way between the
+			// watermarks, as long as the relays kept hold the present load
+			// below the high watermark (the next relays drain a hold time
+			// later: without this, a fall is followed a hold time and a
+			// half-way margin behind).
+			if k := max(int(math.Ceil(math.Max(p, 0)/mid)), int(math.Ceil(total/high))); k < keep {
+				keep = k
+				falling = fmt.Sprintf(" (falling to %.0f in %s)", p, s.cfg.Horizon)
+			}
+		}
 		drain := n - keep
 		// A location's relays are counted apart by role: placement sends a
 		// viewer to a reserve server only when no regular one can take it,
@@ -863,8 +877,8 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 			drain--
 			r.state, r.drainAt = draining, now
 			dst = append(dst, Decision{Action: ActionDrain, Server: r.server, Stream: r.stream, Location: loc,
-				Reason: fmt.Sprintf("stream %s in region %s: %.0f viewers (%.0f predicted) over %d relays stayed below the low watermark %.0f per relay for %s: drain %s (%.0f viewers), keeping %d",
-					s.name(g.key.stream), region, total, pred, n, low, s.cfg.Hold, s.g.Servers()[r.server].ID, r.viewers, keep)})
+				Reason: fmt.Sprintf("stream %s in region %s: %.0f viewers (%.0f predicted) over %d relays stayed below the low watermark %.0f per relay for %s: drain %s (%.0f viewers), keeping %d%s",
+					s.name(g.key.stream), region, total, pred, n, low, s.cfg.Hold, s.g.Servers()[r.server].ID, r.viewers, keep, falling)})
 		}
 		g.belowSince = now // the next drain waits another hold time
 	default:
