@@ -27,7 +27,7 @@ type Config struct {
 	High float64
 	// Low is the fraction below which, held for Hold, relays are drained
 	// (down to the count that fills them half way between Low and High).
-	// The gap to High is the hysteresis. Default 0.88.
+	// The gap to High is the hysteresis. Default 0.90 (High - 0.05).
 	Low float64
 	// Hold is how long the load must stay below Low before a drain, and
 	// the pause between two drains of a group. Default 10 s.
