@@ -132,3 +132,50 @@ func TestWaitingViewersAreAudience(t *testing.T) {
 		}
 	}
 }
+
+// A falling load drains to its predicted level: 75 viewers on three relays
+// falling by 5 per second are 55 in the horizon (4 s), which one relay
+// holds half-way between the watermarks (55 of 100), and one relay holds
+// the 75 of now below High (80): two drain at once, not one (ceil(75 / 55)
+// would keep two).
+func TestFallingLoadDrainsToItsPrediction(t *testing.T) {
+	g := testGraph(t)
+	c := cfg()
+	c.Hold = 2 * time.Second
+	s := New(c, g)
+	s.SetStreamName(0, "final")
+	de, _ := g.Vertex("DE")
+	for range 3 {
+		d, ok := s.OpenInPool(at(0), 0, de, "test")
+		if !ok {
+			t.Fatal("OpenInPool")
+		}
+		s.Ready(d.Server, 0)
+	}
+	var drains []Decision
+	for x := 2.0; x <= 44; x += 2 {
+		load := 200.0
+		switch {
+		case x == 40:
+			load = 95
+		case x == 42:
+			load = 85
+		case x == 44:
+			load = 75
+		}
+		for _, d := range s.Evaluate(at(x), spread(s, 0, load), nil) {
+			switch d.Action {
+			case ActionDrain:
+				if x < 44 {
+					t.Fatalf("drain at %v s: %v", x, d)
+				}
+				drains = append(drains, d)
+			case ActionOpen:
+				t.Fatalf("open at %v s: %v", x, d)
+			}
+		}
+	}
+	if len(drains) != 2 || !strings.Contains(drains[0].Reason, "falling to 55") {
+		t.Fatalf("drains %v, want two, falling to 55", drains)
+	}
+}
