@@ -33,7 +33,7 @@ func runSim(ctx context.Context, args []string) error {
 	scale := fs.Float64("scale", 1, "multiply every viewer count of the scenario")
 	scaleCap := fs.Bool("scale-capacity", false, "multiply every server's capacity by --scale too (the same problem in small)")
 	seed := fs.Uint64("seed", 0, "random seed (0: the scenario's)")
-	logLevel := fs.String("log-level", "warn", "log level: debug shows every decision with its reason")
+	logLevel := fs.String("log-level", "warn", "log level: debug shows every decision with its simulated time (t) and reason")
 	quiet := fs.Bool("quiet", false, "no progress line on stderr")
 	report := fs.String("report", "", "also write an HTML report with the scorecard and charts to this file")
 	if err := fs.Parse(args); err != nil {

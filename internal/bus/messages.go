@@ -123,6 +123,10 @@ type DemandEvent struct {
 	Vertex  string  `json:"vertex"`
 	Nearest float64 `json:"nearest"`
 	N       int     `json:"n"`
+	// Full is how many of the N requests no server could take (answered
+	// "retry later"): viewers waiting, which the controller counts in the
+	// stream's audience.
+	Full int `json:"full,omitempty"`
 }
 
 // Demand is a batch of requests seen by one redirector (DemandSubject).

@@ -155,8 +155,9 @@ func TestOrchestratorDecidesAsSimulator(t *testing.T) {
 				v, _ := g.Vertex(loc)
 				res := mesh.Choose(v, sid, rng)
 				near := float64(res.Nearest)
+				full := 0
 				if res.Server == placement.NoServer {
-					near = -1
+					near, full = -1, 1
 				} else {
 					mesh.AddViewers(res.Server, sid, 1)
 					mu.Lock()
@@ -167,7 +168,7 @@ func TestOrchestratorDecidesAsSimulator(t *testing.T) {
 				if near > 1e30 {
 					near = -1
 				}
-				d.Events = append(d.Events, bus.DemandEvent{App: "live", Name: "final", Vertex: loc, Nearest: near, N: 1})
+				d.Events = append(d.Events, bus.DemandEvent{App: "live", Name: "final", Vertex: loc, Nearest: near, N: 1, Full: full})
 			}
 			data, _ := bus.Encode(d)
 			if err := pub.NC.Publish(bus.DemandSubject, data); err != nil {

@@ -48,7 +48,9 @@ func ControllerConfig(sc *Scenario) controller.Config {
 			Floor: sc.Demand.Floor, DefaultCap: sc.Demand.DefaultCap},
 		Scaling: scaling.Config{High: sc.Scaling.High, Low: sc.Scaling.Low, Hold: sc.Scaling.Hold, MinLifetime: sc.Scaling.MinLifetime,
 			Horizon: sc.Scaling.Horizon, Window: sc.Scaling.Window, DrainTimeout: sc.Scaling.DrainTimeout,
-			Margin: sc.Scaling.Margin, Settle: sc.Scaling.Settle},
+			Margin: sc.Scaling.Margin, Settle: sc.Scaling.Settle,
+			// the simulated viewers turned away ask again every tick
+			RetryAfter: sc.Tick},
 		FanOut:    sc.FanOut,
 		StatusTTL: sc.StatusTTL,
 	}

@@ -285,7 +285,7 @@ func (r *run) act(now time.Time, cause controller.Kind, d controller.Decision) {
 		return
 	}
 	k := relayKey{placement.ServerID(d.Server), placement.StreamID(d.Stream)}
-	r.log.Debug(d.Action.String(), "reason", d.Reason)
+	r.log.Debug(d.Action.String(), "t", now.Sub(epoch), "reason", d.Reason)
 	switch d.Action {
 	case controller.Open:
 		r.open(now, cause, k)
@@ -527,11 +527,16 @@ func (r *run) audienceStep(now time.Time, t time.Duration, a *audience) {
 }
 
 func (r *run) demand(now time.Time, a *audience, n float64, nearest float32) {
+	r.demandFull(now, a, n, nearest, 0)
+}
+
+// demandFull reports n requests of a, full of which found no server.
+func (r *run) demandFull(now time.Time, a *audience, n float64, nearest float32, full float64) {
 	near := float64(nearest)
 	if nearest == distance.Inf {
 		near = -1
 	}
-	r.apply(now, controller.Event{Kind: controller.EvDemand, Stream: r.names[a.stream], Vertex: a.vertex, N: n, Nearest: near})
+	r.apply(now, controller.Event{Kind: controller.EvDemand, Stream: r.names[a.stream], Vertex: a.vertex, N: n, Nearest: near, Full: full})
 }
 
 // place asks placement for n viewers of a; those that get no server wait.
@@ -545,7 +550,7 @@ func (r *run) place(now time.Time, a *audience, n int64, claims placement.Claims
 			// Everyone still waiting gets the same answer this tick; they all
 			// count as requests for the demand bonus.
 			r.sum.RequestsRejected += n
-			r.demand(now, a, float64(n), res.Nearest)
+			r.demandFull(now, a, float64(n), res.Nearest, float64(n))
 			return
 		}
 		m.AddViewers(res.Server, a.stream, 1)

@@ -190,9 +190,12 @@ type Controller struct {
 	byName  map[string]*stream
 	byID    []*stream
 	seen    []time.Time // per server: last status
+	period  []float64   // per server: its status interval, seconds (EWMA of the gaps; 0: not known yet)
 	loads   [][]Load    // per server: last status's streams
 	down    []bool
 	carried []map[int]float64 // per server down: stream → viewers it had
+	back    []map[int]float64 // per server back (within Replace): what it carried when it went down
+	backAt  []time.Time
 	dec     []demand.Decision
 	sdec    []scaling.Decision
 	samples []scaling.Sample
@@ -219,8 +222,8 @@ func New(cfg Config, g *graph.Graph) *Controller {
 		tracker: demand.New(cfg.Demand, g, table),
 		scaler:  scaling.New(cfg.Scaling, g),
 		byName:  map[string]*stream{},
-		seen:    make([]time.Time, n), loads: make([][]Load, n), down: make([]bool, n),
-		carried: make([]map[int]float64, n), destOf: make([]int, n), ended: map[int]time.Time{}}
+		seen:    make([]time.Time, n), period: make([]float64, n), loads: make([][]Load, n), down: make([]bool, n),
+		carried: make([]map[int]float64, n), back: make([]map[int]float64, n), backAt: make([]time.Time, n), destOf: make([]int, n), ended: map[int]time.Time{}}
 	for i, s := range g.Servers() {
 		c.destOf[i] = table.DestIndex(s.Vertex)
 	}
@@ -464,6 +467,15 @@ func (c *Controller) Status(now time.Time, server int, loads []Load, dst []Decis
 	if server < 0 || server >= len(c.seen) {
 		return dst
 	}
+	if prev := c.seen[server]; !prev.IsZero() && !c.down[server] {
+		if gap := now.Sub(prev).Seconds(); gap > 0 {
+			if c.period[server] == 0 {
+				c.period[server] = gap
+			} else {
+				c.period[server] = 0.8*c.period[server] + 0.2*gap
+			}
+		}
+	}
 	c.seen[server] = now
 	c.loads[server] = append(c.loads[server][:0], loads...)
 	for _, l := range loads {
@@ -483,6 +495,7 @@ func (c *Controller) Status(now time.Time, server int, loads []Load, dst []Decis
 	c.scaler.SetDown(server, false)
 	carried := c.carried[server]
 	c.carried[server] = nil
+	c.back[server], c.backAt[server] = carried, now
 	ids := make([]int, 0, len(carried))
 	for id := range carried {
 		ids = append(ids, id)
@@ -496,8 +509,12 @@ func (c *Controller) Status(now time.Time, server int, loads []Load, dst []Decis
 		if _, ok := s.relays[server]; ok {
 			continue
 		}
-		why := fmt.Sprintf("server %s is back; it carried the stream with %.0f viewers when it went silent and the stream had demand %s ago",
-			c.srvID(server), carried[id], now.Sub(s.lastDemand).Round(time.Second))
+		load, room, lost := c.returning(now, s, server)
+		if load+lost <= c.high()*room {
+			continue // the relays there already hold what its servers carried
+		}
+		why := fmt.Sprintf("server %s is back; it carried the stream with %.0f viewers when it went silent and the stream had demand %s ago; its location's servers that went down carried %.0f, its relays hold %.0f and have room for %.0f below the high watermark",
+			c.srvID(server), carried[id], now.Sub(s.lastDemand).Round(time.Second), lost, load, c.high()*room-load)
 		sd, ok := c.scaler.OpenOn(now, id, server, why)
 		if !ok {
 			continue
@@ -505,6 +522,40 @@ func (c *Controller) Status(now time.Time, server int, loads []Load, dst []Decis
 		dst = c.open(now, s, sd, dst)
 	}
 	return dst
+}
+
+// returning sums, at the location of server (coming back), the viewers of
+// s its relays hold and their capacity (opening ones included: the
+// servers back before it), and the viewers of s that the location's
+// servers carried when they went down (those still down, and those back
+// within Replace). A server back is placed again for s only while the
+// location's relays cannot hold what its servers carried: after a region's
+// outage as many relays return as its viewers need, not every server that
+// had a relay of the stream (relays that return live the minimum lifetime).
+func (c *Controller) returning(now time.Time, s *stream, server int) (load, room, lost float64) {
+	j := c.destOf[server]
+	if j < 0 {
+		return 0, 0, math.Inf(1)
+	}
+	for srv, r := range s.relays {
+		if c.destOf[srv] != j || r.State == Draining {
+			continue
+		}
+		load += c.viewers(srv, s.name)
+		room += c.scaler.Capacity(srv, s.id)
+	}
+	for srv := range c.g.Servers() {
+		if c.destOf[srv] != j {
+			continue
+		}
+		switch {
+		case c.down[srv] && c.carried[srv] != nil:
+			lost += c.carried[srv][s.id]
+		case c.back[srv] != nil && now.Sub(c.backAt[srv]) <= c.cfg.Replace:
+			lost += c.back[srv][s.id]
+		}
+	}
+	return load, room, lost
 }
 
 // Ready records that relay server of stream id serves.
@@ -540,7 +591,7 @@ func (c *Controller) measureStartup(d time.Duration) {
 		c.startup = 0.8*c.startup + 0.2*d.Seconds()
 	}
 	if c.autoH {
-		h := time.Duration((1.5*c.startup + 4) * float64(time.Second))
+		h := time.Duration((1.2*c.startup + 2) * float64(time.Second))
 		c.scaler.SetHorizon(min(max(h, 5*time.Second), 2*time.Minute))
 	}
 }
@@ -677,7 +728,7 @@ func (c *Controller) Tick(now time.Time, dst []Decision) []Decision {
 			children[r.Parent]++
 		}
 		if prim >= 0 && !c.seen[prim].IsZero() {
-			c.samples = append(c.samples, scaling.Sample{Server: prim, Stream: s.id, Viewers: c.viewers(prim, s.name) + children[prim]})
+			c.samples = append(c.samples, scaling.Sample{Server: prim, Stream: s.id, Viewers: c.viewers(prim, s.name) + children[prim], Overdue: c.overdue(now, prim)})
 		}
 		srvs := make([]int, 0, len(s.relays))
 		for srv := range s.relays {
@@ -689,7 +740,7 @@ func (c *Controller) Tick(now time.Time, dst []Decision) []Decision {
 				continue
 			}
 			l := c.load(srv, s.name)
-			c.samples = append(c.samples, scaling.Sample{Server: srv, Stream: s.id, Viewers: l.Viewers + children[srv], HTTPViewers: l.HTTPViewers})
+			c.samples = append(c.samples, scaling.Sample{Server: srv, Stream: s.id, Viewers: l.Viewers + children[srv], HTTPViewers: l.HTTPViewers, Overdue: c.overdue(now, srv)})
 		}
 	}
 	c.sdec = c.scaler.Evaluate(now, c.samples, c.sdec[:0])
@@ -715,6 +766,16 @@ func (c *Controller) Tick(now time.Time, dst []Decision) []Decision {
 		}
 	}
 	return dst
+}
+
+// overdue reports whether server's next status was due at now and has not
+// come: its last one is at least its usual interval old. Its viewers may be
+// placed again elsewhere already (a server that died is marked down only
+// after StatusTTL), so the scaler leaves them out of the stream's audience
+// as a whole.
+func (c *Controller) overdue(now time.Time, server int) bool {
+	p := c.period[server]
+	return p > 0 && now.Sub(c.seen[server]).Seconds() >= p
 }
 
 // viewers is what server last reported for the stream named name.

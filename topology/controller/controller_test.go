@@ -278,3 +278,77 @@ func TestPressureSkipsALocationThatIsDown(t *testing.T) {
 		t.Fatalf("opened %v", opened)
 	}
 }
+
+// A server's status is overdue once it is its usual interval old: every 2 s
+// measured, so due at 2 s after the last, overdue from then on; the first
+// status has no interval yet, and the gap while a server was down is not
+// one.
+func TestStatusOverdue(t *testing.T) {
+	c, g := dev(t, Config{})
+	srv := server(t, g, g.Servers()[1].ID)
+	sec := func(x float64) time.Time { return t0.Add(time.Duration(x * float64(time.Second))) }
+	c.Status(sec(0), srv, nil, nil)
+	if c.overdue(sec(5), srv) {
+		t.Fatal("overdue with one status (no interval known)")
+	}
+	c.Status(sec(2), srv, nil, nil)
+	c.Status(sec(4), srv, nil, nil)
+	if c.overdue(sec(5.9), srv) {
+		t.Fatal("overdue before its interval")
+	}
+	if !c.overdue(sec(6), srv) {
+		t.Fatal("not overdue a whole interval after its last status")
+	}
+	c.down[srv] = true // back after a long silence: the gap is no interval
+	c.Status(sec(100), srv, nil, nil)
+	if c.period[srv] != 2 {
+		t.Fatalf("interval %v s after the server came back, want 2", c.period[srv])
+	}
+}
+
+// After an outage of a location's servers, as many of them are placed again
+// as the viewers they carried need: two relays that carried 30 viewers each
+// come back as one (capacity 100), two that carried 60 each as two.
+func TestServersBackPlacedAsTheirViewersNeed(t *testing.T) {
+	var b graph.Builder
+	b.AddLocation(graph.Location{ID: "eu"})
+	b.AddLocation(graph.Location{ID: "as"})
+	b.AddLink(graph.Link{From: "eu", To: "as", Cost: 10, Symmetric: true})
+	b.AddServer(graph.Server{ID: "p", Location: "eu", Role: graph.RolePrimary, CapacityViewers: 1000})
+	b.AddServer(graph.Server{ID: "as0", Location: "as", CapacityViewers: 100})
+	b.AddServer(graph.Server{ID: "as1", Location: "as", CapacityViewers: 100})
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, each := range []float64{30, 60} {
+		c := New(Config{StatusTTL: 3 * time.Second}, g)
+		id, _ := c.Stream("live/a")
+		as0, as1, as := server(t, g, "as0"), server(t, g, "as1"), vertex(t, g, "as")
+		now := t0
+		for _, srv := range []int{as0, as1} {
+			if !c.Adopt(now, srv, id, g.Primary(), Serving, now) {
+				t.Fatal("adopt")
+			}
+			c.Status(now, srv, []Load{{Stream: "live/a", Viewers: each}}, nil)
+		}
+		c.Tick(now, nil)
+		now = now.Add(5 * time.Second)
+		if ds := c.Tick(now, nil); len(ds) != 2 || ds[0].Action != Down || ds[1].Action != Down {
+			t.Fatalf("down: %v", ds)
+		}
+		c.Demand(now, id, as, 1, 10, nil) // the stream is still watched
+		now = now.Add(10 * time.Second)
+		var opens []Decision
+		for _, srv := range []int{as0, as1} {
+			opens = append(opens, c.Status(now, srv, nil, nil)...)
+		}
+		want := 1
+		if each == 60 {
+			want = 2
+		}
+		if len(opens) != want || opens[0].Server != as0 {
+			t.Fatalf("%v viewers each: opens %v, want %d", each, opens, want)
+		}
+	}
+}

@@ -38,11 +38,15 @@ type Event struct {
 	Vertex  graph.VertexID
 	N       float64
 	Nearest float64
-	Loads   []Load
-	Why     string
-	Parent  int
-	State   State
-	Since   time.Time
+	// Full (EvDemand) is how many of the N requests no server could take:
+	// the viewers were turned away and wait (the scaler counts them in
+	// the stream's audience).
+	Full   float64
+	Loads  []Load
+	Why    string
+	Parent int
+	State  State
+	Since  time.Time
 }
 
 // Apply takes one event and appends the decisions it leads to.
@@ -56,6 +60,9 @@ func (c *Controller) Apply(e Event, dst []Decision) []Decision {
 		nearest := float32(e.Nearest)
 		if e.Nearest < 0 {
 			nearest = distance.Inf
+		}
+		if e.Full > 0 {
+			c.scaler.Unserved(id, min(e.Full, e.N))
 		}
 		return c.Demand(e.Time, id, e.Vertex, e.N, nearest, dst)
 	case EvStatus:

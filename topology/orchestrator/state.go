@@ -323,7 +323,7 @@ func (st *state) onDemand(ctx context.Context, now time.Time, d bus.Demand) {
 		}
 		st.bonus.dirty[s.id] = true
 		st.apply(ctx, controller.Event{Time: now, Kind: controller.EvDemand, Stream: key,
-			Vertex: v, N: float64(e.N), Nearest: e.Nearest})
+			Vertex: v, N: float64(e.N), Nearest: e.Nearest, Full: float64(max(0, min(e.Full, e.N)))})
 	}
 }
 

@@ -190,7 +190,7 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	if v != graph.NoVertex {
-		r.noteDemand(stream, v, res.Nearest)
+		r.noteDemand(stream, v, res.Nearest, known && res.Server == placement.NoServer)
 	}
 	if res.Server == placement.NoServer && r.cfg.OverflowURL != "" && proto != "rtmp" {
 		path := "/hls/" + app + "/" + name + "/" + hlsFile

@@ -106,6 +106,7 @@ type demandKey struct {
 
 type demandVal struct {
 	n       int
+	full    int // of n, turned away: no server could take them
 	nearest float32
 }
 
@@ -385,8 +386,9 @@ func (r *Redirector) onPlacement(p bus.Placement) {
 	r.mu.Unlock()
 }
 
-// noteDemand accounts one request for the next batch.
-func (r *Redirector) noteDemand(stream string, v graph.VertexID, nearest float32) {
+// noteDemand accounts one request for the next batch; full: no server
+// could take it.
+func (r *Redirector) noteDemand(stream string, v graph.VertexID, nearest float32, full bool) {
 	k := demandKey{stream, v}
 	r.dmu.Lock()
 	defer r.dmu.Unlock()
@@ -396,6 +398,9 @@ func (r *Redirector) noteDemand(stream string, v graph.VertexID, nearest float32
 		return
 	}
 	d.n++
+	if full {
+		d.full++
+	}
 	d.nearest = nearest
 	r.demand[k] = d
 }
@@ -414,7 +419,7 @@ func (r *Redirector) flushDemand(pub *bus.Publisher) {
 		if d.nearest > 1e30 {
 			near = -1
 		}
-		msg.Events = append(msg.Events, bus.DemandEvent{App: app, Name: name, Vertex: g.Location(k.vertex).ID, Nearest: near, N: d.n})
+		msg.Events = append(msg.Events, bus.DemandEvent{App: app, Name: name, Vertex: g.Location(k.vertex).ID, Nearest: near, N: d.n, Full: d.full})
 	}
 	clear(r.demand)
 	r.dmu.Unlock()

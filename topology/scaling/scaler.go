@@ -27,7 +27,7 @@ type Config struct {
 	High float64
 	// Low is the fraction below which, held for Hold, relays are drained
 	// (down to the count that fills them half way between Low and High).
-	// The gap to High is the hysteresis. Default 0.88.
+	// The gap to High is the hysteresis. Default 0.90 (High - 0.05).
 	Low float64
 	// Hold is how long the load must stay below Low before a drain, and
 	// the pause between two drains of a group. Default 10 s.
@@ -56,6 +56,12 @@ type Config struct {
 	// MaxOpenPerStep bounds the relays one group opens per evaluation.
 	// Default 64.
 	MaxOpenPerStep int
+	// RetryAfter is how long a viewer turned away (no server could take
+	// it) waits before asking again: the redirector's Retry-After. The
+	// requests turned away over an evaluation round, times RetryAfter over
+	// the round's length, estimate the viewers waiting (Unserved). Default
+	// 5 s.
+	RetryAfter time.Duration
 }
 
 // DefaultHigh is the default high watermark (Config.High).
@@ -66,7 +72,7 @@ func (c *Config) defaults() {
 		c.High = DefaultHigh
 	}
 	if c.Low <= 0 {
-		c.Low = c.High - 0.07
+		c.Low = c.High - 0.05
 	}
 	if c.Hold <= 0 {
 		c.Hold = 10 * time.Second
@@ -93,6 +99,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxOpenPerStep <= 0 {
 		c.MaxOpenPerStep = 64
+	}
+	if c.RetryAfter <= 0 {
+		c.RetryAfter = 5 * time.Second
 	}
 }
 
@@ -138,6 +147,12 @@ type Sample struct {
 	// draining relay is not closed under them, even past DrainTimeout (they
 	// leave by content steering; a player without it has nowhere to go).
 	HTTPViewers float64
+	// Overdue: the server's next status was due and has not come (it may
+	// be gone). Its viewers still count for its relay, but not in the
+	// stream's audience as a whole: a server that died has its viewers
+	// placed again elsewhere before it is marked down, and counting them
+	// in both places would show an audience growing that is not.
+	Overdue bool
 }
 
 type relayState uint8
@@ -170,6 +185,10 @@ type group struct {
 	pred       *Predictor
 	belowSince time.Time
 	relays     []*relay
+	// this round (prepare): the group's load, its predictor's derivatives,
+	// the load predicted at the horizon, and the share of the predicted
+	// growth the stream's audience leaves it (capGrowth)
+	total, slope, accel, predicted, scale float64
 }
 
 // maxStreamPredictors bounds the per-stream audience predictors.
@@ -201,6 +220,9 @@ type Scaler struct {
 	// included) and that audience's predictor
 	strLoad map[int]float64
 	strPred map[int]*Predictor
+	// per stream: requests no server could take since the last Evaluate
+	unserved map[int]float64
+	lastEval time.Time
 }
 
 // New returns a scaler for the servers of g.
@@ -224,6 +246,7 @@ func New(cfg Config, g *graph.Graph) *Scaler {
 		srvSeen:    make([]bool, n),
 		strLoad:    map[int]float64{},
 		strPred:    map[int]*Predictor{},
+		unserved:   map[int]float64{},
 	}
 	for i, sv := range g.Servers() {
 		s.capacity[i] = float64(sv.CapacityViewers)
@@ -478,6 +501,15 @@ func (s *Scaler) OpenOn(now time.Time, stream, server int, why string) (Decision
 	return s.add(now, server, stream, s.g.Region(s.g.Servers()[server].Vertex), reason), true
 }
 
+// Unserved records n requests for stream that no server could take (the
+// viewers wait): until the next Evaluate, the stream's audience served is
+// not all of its audience (capGrowth).
+func (s *Scaler) Unserved(stream int, n float64) {
+	if n > 0 && !math.IsInf(n, 0) {
+		s.unserved[stream] += n
+	}
+}
+
 // SetHorizon changes how far ahead load is predicted (the controller
 // matches it to the relays' measured start-up time).
 func (s *Scaler) SetHorizon(h time.Duration) {
@@ -549,7 +581,11 @@ func (s *Scaler) Evaluate(now time.Time, samples []Sample, dst []Decision) []Dec
 		if sm.Server < 0 || sm.Server >= len(s.srvLoad) || math.IsNaN(sm.Viewers) || sm.Viewers < 0 {
 			continue
 		}
-		s.strLoad[sm.Stream] += sm.Viewers
+		if sm.Overdue {
+			s.strLoad[sm.Stream] += 0 // the stream still has samples
+		} else {
+			s.strLoad[sm.Stream] += sm.Viewers
+		}
 		s.srvLoad[sm.Server] += sm.Viewers
 		s.srvSeen[sm.Server] = true
 		if r := s.relays[[2]int{sm.Server, sm.Stream}]; r != nil {
@@ -564,6 +600,14 @@ func (s *Scaler) Evaluate(now time.Time, samples []Sample, dst []Decision) []Dec
 			s.srvPred[i].Add(now, s.srvLoad[i])
 		}
 	}
+	// The stream's audience: the viewers served, plus those waiting (the
+	// requests turned away this round, each waiting RetryAfter before it
+	// asks again).
+	round := 0.0
+	if !s.lastEval.IsZero() {
+		round = now.Sub(s.lastEval).Seconds()
+	}
+	s.lastEval = now
 	for id, v := range s.strLoad {
 		p := s.strPred[id]
 		if p == nil {
@@ -573,6 +617,9 @@ func (s *Scaler) Evaluate(now time.Time, samples []Sample, dst []Decision) []Dec
 			p = NewPredictor(s.cfg.Window)
 			s.strPred[id] = p
 		}
+		if round > 0 {
+			v += s.unserved[id] * math.Min(1, s.cfg.RetryAfter.Seconds()/round)
+		}
 		p.Add(now, v)
 	}
 	for id := range s.strPred {
@@ -580,6 +627,11 @@ func (s *Scaler) Evaluate(now time.Time, samples []Sample, dst []Decision) []Dec
 			delete(s.strPred, id) // no samples: the stream has no relays left
 		}
 	}
+	for _, g := range s.order {
+		s.prepare(now, g)
+	}
+	s.capGrowth()
+	clear(s.unserved)
 	for _, g := range s.order {
 		dst = s.evaluate(now, g, dst)
 	}
@@ -599,13 +651,76 @@ func (s *Scaler) Evaluate(now time.Time, samples []Sample, dst []Decision) []Dec
 	return dst
 }
 
+// prepare records a group's load of this round in its predictor and
+// predicts it at the horizon (before the stream's cap, capGrowth).
+func (s *Scaler) prepare(now time.Time, g *group) {
+	total := 0.0
+	for _, r := range g.relays {
+		total += r.viewers
+	}
+	g.total = total
+	g.pred.Add(now, total)
+	_, g.slope, g.accel = g.pred.Predict(s.cfg.Horizon)
+	pred := s.predictRise(g.pred)
+	if sp := s.strPred[g.key.stream]; sp != nil && pred > total && s.predict(sp) <= sp.Last() {
+		// The stream's audience as a whole is not growing: a region's load
+		// that grows is viewers moving in from other regions (back from
+		// where a failure or a full pool sent them), and relays opened for
+		// more of that growth would outlive it. Predict no growth.
+		pred = total
+	}
+	g.predicted, g.scale = pred, 1
+}
+
+// predictRise is predict, extrapolating upwards no faster than the load
+// rose over the last two intervals: the quadratic fitted through the kink
+// where a ramp starts has, at its end, about twice the ramp's slope, and
+// relays opened for that load live at least MinLifetime.
+func (s *Scaler) predictRise(p *Predictor) float64 {
+	_, slope, accel := p.Predict(s.cfg.Horizon)
+	pred := s.predict(p)
+	if accel > 0 && p.Len() > 2 {
+		if r := p.Rise(2); r < slope {
+			pred = math.Min(pred, p.Last()+math.Max(r, 0)*s.cfg.Horizon.Seconds())
+		}
+	}
+	return pred
+}
+
+// capGrowth scales, per stream, the growth its groups predict down to the
+// growth its whole audience predicts, while every request of the stream
+// found a server (then the audience summed over the servers is every
+// viewer). Viewers who move between regions — onto a region's relays as
+// they become ready after being served from another region, or back
+// home after a failure — add to one region's load what they take from
+// another's, so a region's load can rise much faster than the audience
+// arrives; the stream's audience rises only with the viewers who arrive.
+// While requests are turned away the audience served is capped by the
+// relays that serve, not by the viewers, and the groups keep their own
+// predictions.
+func (s *Scaler) capGrowth() {
+	sum := map[int]float64{}
+	for _, g := range s.order {
+		sum[g.key.stream] += math.Max(0, g.predicted-g.total)
+	}
+	for _, g := range s.order {
+		id := g.key.stream
+		sp := s.strPred[id]
+		if sp == nil || sum[id] <= 0 {
+			continue
+		}
+		if str := math.Max(0, s.predictRise(sp)-sp.Last()); str < sum[id] {
+			g.scale = str / sum[id]
+		}
+	}
+}
+
 func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
-	total, capSum := 0.0, 0.0
+	capSum := 0.0
 	var active []*relay
 	nStarting := 0
 	var newest time.Time
 	for _, r := range g.relays {
-		total += r.viewers
 		if r.state != draining {
 			active = append(active, r)
 			capSum += s.Capacity(r.server, r.stream)
@@ -630,29 +745,12 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 			s.remove([2]int{r.server, r.stream})
 		}
 	}
-	g.pred.Add(now, total)
-	_, slope, accel := g.pred.Predict(s.cfg.Horizon)
-	pred := s.predict(g.pred)
-	if accel > 0 && g.pred.Len() > 2 {
-		// A group opens relays for the load at the horizon: extrapolate no
-		// faster than the load rose over the last two intervals. The
-		// quadratic fitted through the kink where a ramp starts has, at its
-		// end, about twice the ramp's slope, and relays opened for that
-		// load live at least MinLifetime.
-		if r := g.pred.Rise(2); r < slope {
-			pred = math.Min(pred, g.pred.Last()+math.Max(r, 0)*s.cfg.Horizon.Seconds())
-		}
-	}
-	if sp := s.strPred[g.key.stream]; sp != nil && pred > total && s.predict(sp) <= sp.Last() {
-		// The stream's audience as a whole is not growing: a region's load
-		// that grows is viewers moving in from other regions (back from
-		// where a failure or a full pool sent them), and relays opened for
-		// more of that growth would outlive it. Predict no growth.
-		pred = total
-	}
+	total, slope, accel := g.total, g.slope, g.accel
 	// The load to provision for: now, plus Margin times the growth
-	// predicted over the horizon.
-	growth := math.Max(0, pred-total)
+	// predicted over the horizon (at most the group's share of the
+	// stream's, capGrowth).
+	growth := math.Max(0, g.predicted-total) * g.scale
+	pred := total + growth
 	want := total + s.cfg.Margin*growth
 	n := len(active)
 	if n == 0 {
@@ -693,6 +791,9 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 			}
 			reason := fmt.Sprintf("stream %s in region %s: %.0f viewers now, %.0f predicted in %s (slope %+.1f/s, accel %+.2f/s²); %.0f with %.2g× the growth over %d relays is above the high watermark %.0f per relay: add relay %d of %d on %s",
 				s.name(g.key.stream), region, total, pred, s.cfg.Horizon, slope, accel, want, s.cfg.Margin, n, high, k+1, need, s.g.Servers()[m].ID)
+			if g.scale < 1 {
+				reason += fmt.Sprintf(" (the growth predicted from the region's load, %.0f, is scaled to its share of the stream's whole audience's, %.0f%%: viewers moving between regions are not growth)", g.predicted-total, 100*g.scale)
+			}
 			if note != "" {
 				reason += " (" + note + ")"
 			}
@@ -716,7 +817,21 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 		// stream close to them). Reserve relays (overflow) go first, then
 		// the locations with the most room, and in them the emptiest
 		// relays.
-		keep := int(math.Ceil(want / ((s.cfg.High + s.cfg.Low) / 2 * capR)))
+		mid := (s.cfg.High + s.cfg.Low) / 2 * capR
+		keep := int(math.Ceil(want / mid))
+		falling := ""
+		if p := g.predicted; p < total {
+			// The load is falling: drain down to the count that puts the
+			// load predicted at the horizon half-way between the
+			// watermarks, as long as the relays kept hold the present load
+			// below the high watermark (the next relays drain a hold time
+			// later: without this, a fall is followed a hold time and a
+			// half-way margin behind).
+			if k := max(int(math.Ceil(math.Max(p, 0)/mid)), int(math.Ceil(total/high))); k < keep {
+				keep = k
+				falling = fmt.Sprintf(" (falling to %.0f in %s)", p, s.cfg.Horizon)
+			}
+		}
 		drain := n - keep
 		// A location's relays are counted apart by role: placement sends a
 		// viewer to a reserve server only when no regular one can take it,
@@ -762,8 +877,8 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 			drain--
 			r.state, r.drainAt = draining, now
 			dst = append(dst, Decision{Action: ActionDrain, Server: r.server, Stream: r.stream, Location: loc,
-				Reason: fmt.Sprintf("stream %s in region %s: %.0f viewers (%.0f predicted) over %d relays stayed below the low watermark %.0f per relay for %s: drain %s (%.0f viewers), keeping %d",
-					s.name(g.key.stream), region, total, pred, n, low, s.cfg.Hold, s.g.Servers()[r.server].ID, r.viewers, keep)})
+				Reason: fmt.Sprintf("stream %s in region %s: %.0f viewers (%.0f predicted) over %d relays stayed below the low watermark %.0f per relay for %s: drain %s (%.0f viewers), keeping %d%s",
+					s.name(g.key.stream), region, total, pred, n, low, s.cfg.Hold, s.g.Servers()[r.server].ID, r.viewers, keep, falling)})
 		}
 		g.belowSince = now // the next drain waits another hold time
 	default:

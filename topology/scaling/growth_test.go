@@ -1,0 +1,181 @@
+package scaling
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relaymesh/relaymesh/topology/graph"
+)
+
+// Two regions, eu (DE) and na (US), four relay servers each of 100
+// viewers, the primary at eu.
+func twoRegions(t testing.TB) *graph.Graph {
+	t.Helper()
+	var b graph.Builder
+	for _, l := range []graph.Location{{ID: "eu"}, {ID: "na"}, {ID: "DE", Parent: "eu"}, {ID: "US", Parent: "na"}} {
+		b.AddLocation(l)
+	}
+	b.AddLink(graph.Link{From: "DE", To: "eu", Cost: 1, Symmetric: true})
+	b.AddLink(graph.Link{From: "US", To: "na", Cost: 1, Symmetric: true})
+	b.AddLink(graph.Link{From: "eu", To: "na", Cost: 10, Symmetric: true})
+	b.AddServer(graph.Server{ID: "p", Location: "eu", Role: graph.RolePrimary, CapacityViewers: 1000})
+	for i := range 4 {
+		b.AddServer(graph.Server{ID: fmt.Sprint("de", i), Location: "DE", CapacityViewers: 100})
+		b.AddServer(graph.Server{ID: fmt.Sprint("us", i), Location: "US", CapacityViewers: 100})
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// growthRig has one ready relay of stream 0 in DE and one in US; step
+// reports their loads (and the primary's) and returns the opens.
+type growthRig struct {
+	t      *testing.T
+	s      *Scaler
+	de, us int
+	prim   int
+}
+
+func newGrowthRig(t *testing.T) *growthRig {
+	g := twoRegions(t)
+	s := New(cfg(), g)
+	s.SetStreamName(0, "final")
+	de, _ := g.Vertex("DE")
+	us, _ := g.Vertex("US")
+	d1, ok1 := s.OpenAt(at(0), 0, de, "demand")
+	d2, ok2 := s.OpenAt(at(0), 0, us, "demand")
+	if !ok1 || !ok2 {
+		t.Fatal("OpenAt failed")
+	}
+	s.Ready(d1.Server, 0)
+	s.Ready(d2.Server, 0)
+	return &growthRig{t: t, s: s, de: d1.Server, us: d2.Server, prim: g.Primary()}
+}
+
+func (r *growthRig) step(x, de, us float64, overdueUS bool) []Decision {
+	var opens []Decision
+	for _, d := range r.s.Evaluate(at(x), []Sample{
+		{Server: r.prim, Stream: 0, Viewers: 10},
+		{Server: r.de, Stream: 0, Viewers: de},
+		{Server: r.us, Stream: 0, Viewers: us, Overdue: overdueUS},
+	}, nil) {
+		if d.Action == ActionOpen {
+			opens = append(opens, d)
+		}
+	}
+	return opens
+}
+
+// Viewers moving from one region to another are not growth: the region
+// they move to provisions for the stream's growth (here 1 viewer/s), not
+// for its own load's (5 viewers/s), so its relay at 70 of 100 (below the
+// high watermark 80 with 4 s of the stream's growth) gets no company. The
+// same region's load rising with the stream's audience opens a relay.
+func TestMovesBetweenRegionsAreNotGrowth(t *testing.T) {
+	r := newGrowthRig(t)
+	for i, de := range []float64{50, 60, 70} {
+		us := 70 - 8*float64(i) // the stream's audience: +2 per 2 s
+		if opens := r.step(float64(2*i+2), de, us, false); len(opens) > 0 {
+			t.Fatalf("viewers moving in from na opened %v", opens)
+		}
+	}
+	r = newGrowthRig(t)
+	var opens []Decision
+	for i, de := range []float64{50, 60, 70} {
+		opens = r.step(float64(2*i+2), de, 70, false)
+	}
+	if len(opens) != 1 || !strings.Contains(opens[0].Reason, "region eu") {
+		t.Fatalf("growth of the audience in eu: opens %v, want one in eu", opens)
+	}
+}
+
+// A server whose status is overdue (it may have died, its viewers placed
+// again elsewhere) leaves the stream's audience: the viewers landing in eu
+// are counted once, the stream is not growing, and eu's relay at 70 (below
+// the high watermark 80) gets no company for the jump taken as growth.
+func TestOverdueStatusLeavesTheStreamAudience(t *testing.T) {
+	for _, overdue := range []bool{false, true} {
+		r := newGrowthRig(t)
+		r.step(2, 50, 60, false)
+		r.step(4, 50, 60, false)
+		opens := r.step(6, 70, 60, overdue) // 20 of US's viewers already in eu
+		switch {
+		case overdue && len(opens) != 0:
+			t.Errorf("overdue: opens %v, want none", opens)
+		case !overdue && len(opens) != 1:
+			t.Errorf("counted twice: opens %v, want the jump taken for growth (one)", opens)
+		}
+	}
+}
+
+// Viewers turned away (Unserved) are part of the stream's audience: while
+// they grow, a region whose relays fill grows with them even though the
+// viewers served, summed over the stream, stay flat.
+func TestWaitingViewersAreAudience(t *testing.T) {
+	for _, waiting := range []bool{false, true} {
+		r := newGrowthRig(t)
+		r.s.cfg.RetryAfter = 2 * time.Second // every turned-away viewer asks once per round
+		var opens []Decision
+		for i, de := range []float64{50, 60, 70} {
+			if waiting {
+				r.s.Unserved(0, 20*float64(i))
+			}
+			opens = r.step(float64(2*i+2), de, 70-10*float64(i), false)
+		}
+		if waiting != (len(opens) > 0) {
+			t.Errorf("waiting %v: opens %v", waiting, opens)
+		}
+	}
+}
+
+// A falling load drains to its predicted level: 75 viewers on three relays
+// falling by 5 per second are 55 in the horizon (4 s), which one relay
+// holds half-way between the watermarks (55 of 100), and one relay holds
+// the 75 of now below High (80): two drain at once, not one (ceil(75 / 55)
+// would keep two).
+func TestFallingLoadDrainsToItsPrediction(t *testing.T) {
+	g := testGraph(t)
+	c := cfg()
+	c.Hold = 2 * time.Second
+	s := New(c, g)
+	s.SetStreamName(0, "final")
+	de, _ := g.Vertex("DE")
+	for range 3 {
+		d, ok := s.OpenInPool(at(0), 0, de, "test")
+		if !ok {
+			t.Fatal("OpenInPool")
+		}
+		s.Ready(d.Server, 0)
+	}
+	var drains []Decision
+	for x := 2.0; x <= 44; x += 2 {
+		load := 200.0
+		switch {
+		case x == 40:
+			load = 95
+		case x == 42:
+			load = 85
+		case x == 44:
+			load = 75
+		}
+		for _, d := range s.Evaluate(at(x), spread(s, 0, load), nil) {
+			switch d.Action {
+			case ActionDrain:
+				if x < 44 {
+					t.Fatalf("drain at %v s: %v", x, d)
+				}
+				drains = append(drains, d)
+			case ActionOpen:
+				t.Fatalf("open at %v s: %v", x, d)
+			}
+		}
+	}
+	if len(drains) != 2 || !strings.Contains(drains[0].Reason, "falling to 55") {
+		t.Fatalf("drains %v, want two, falling to 55", drains)
+	}
+}
