@@ -25,11 +25,11 @@ func kernelQueue(fd uintptr) (notsent, outq int) {
 }
 
 // ioctlInt reads an int the kernel reports about a socket. A raw system
-// call, like the writev of the rounds: these ioctls never block, and
-// telling the scheduler about each (thousands a second with a large
-// audience) made its monitor thread hand the worker's processor to another
-// thread whenever the worker was preempted inside one, and poll every
-// 20 µs from then on.
+// call, like the writev of the rounds: these ioctls never block, so the
+// scheduler is not told about them (entering and leaving a system call has
+// a cost per call, thousands a second with a large audience, and a thread
+// preempted inside one lets the runtime's monitor hand its processor to
+// another thread).
 func ioctlInt(fd uintptr, req uint) (int, bool) {
 	var v int32
 	_, _, errno := unix.RawSyscall(unix.SYS_IOCTL, fd, uintptr(req), uintptr(unsafe.Pointer(&v)))
