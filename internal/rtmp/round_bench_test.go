@@ -86,7 +86,7 @@ func benchRound(b *testing.B, n int) {
 		defer nc.Close()
 		defer c.Close(nil)
 	}
-	sizes := []int{16000, 375, 4000, 375, 375, 4000, 375, 375}
+	sizes := []int{20000, 375, 5500, 375, 375, 5500, 375, 375} // 32,875 bytes: 100 ms of 2.63 Mbit/s
 	frames := make([]*av.Frame, len(sizes))
 	for i, s := range sizes {
 		frames[i] = &av.Frame{Kind: av.KindVideo, Payload: make([]byte, s)}
