@@ -87,7 +87,7 @@ type Conn struct {
 	worker     *flushWorker
 	urgent     atomic.Bool // queued for the worker's next wake-up
 	raw        syscall.RawConn
-	rawWrite   func(fd uintptr) bool // doRawWrite, bound once
+	rawWrite   func(fd uintptr) // doRawWrite, bound once
 	rawErr     error
 	stuckSince time.Time // the socket has taken nothing since
 	slowUntil  time.Time // the socket was full lately: feed it in small steps
@@ -99,6 +99,9 @@ type Conn struct {
 	// written in whole write_batch rounds (see Flusher).
 	mediaPending atomic.Bool
 	relayLink    atomic.Bool
+	// isDone mirrors closed for the worker's check in every round: an
+	// atomic load instead of a channel receive per connection and round.
+	isDone atomic.Bool
 
 	lastAck   uint64
 	closed    chan struct{}
@@ -297,6 +300,7 @@ func (c *Conn) Close(err error) {
 		onClose := c.onClose
 		c.onClose, c.isClosed = nil, true
 		c.mu.Unlock()
+		c.isDone.Store(true)
 		close(c.closed)
 		for _, f := range onClose {
 			f()

@@ -15,10 +15,8 @@ import (
 // the drop policy applies) and in the bounded control queue. It reports
 // false once the connection is closed.
 func (c *Conn) service(now time.Time) bool {
-	select {
-	case <-c.closed:
+	if c.isDone.Load() {
 		return false
-	default:
 	}
 	c.retry = false
 	if c.writer.Pending() > 0 {
@@ -98,7 +96,10 @@ const maxGathers = 8
 func (c *Conn) flushSome(now time.Time) bool {
 	before := c.writer.Pending()
 	c.rawErr = nil
-	if err := c.raw.Write(c.rawWrite); err != nil && c.rawErr == nil {
+	// Control, not Write: the write never waits for the socket (the next
+	// round retries), so the poller's bookkeeping that Write does first is
+	// of no use; Control holds the descriptor open for the call all the same.
+	if err := c.raw.Control(c.rawWrite); err != nil && c.rawErr == nil {
 		c.rawErr = err
 	}
 	if c.rawErr != nil {
@@ -125,10 +126,9 @@ func (c *Conn) flushSome(now time.Time) bool {
 	return true
 }
 
-// doRawWrite is the body of raw.Write: one non-blocking attempt.
-func (c *Conn) doRawWrite(fd uintptr) bool {
+// doRawWrite is the body of raw.Control: one non-blocking attempt.
+func (c *Conn) doRawWrite(fd uintptr) {
 	_, c.rawErr = c.writer.FlushSome(int(fd))
-	return true // never wait for the socket: the next round retries
 }
 
 // pollBytes bounds one batch of media. Whole batches go to the kernel, even
