@@ -91,7 +91,7 @@ http {
 //
 //	RELAYMESH_LATENCY=1 go test -run 'TestPlayerLatency|TestNginxLatency' -v ./cmd/relaymesh/
 func TestNginxLatency(t *testing.T) {
-	m, _, _ := latencySetup(t)
+	m, _, _ := latencySetup(t, 3) // two players, and up to 34 s of waiting for nginx's files
 	bin := requireNginx(t)
 	root := repoRoot(t)
 	requireBrowser(t, root)
@@ -140,7 +140,7 @@ func TestNginxLatency(t *testing.T) {
 		{"hls", base + "/hls/cam.m3u8"},
 		{"dash", base + "/dash/cam.mpd"},
 	} {
-		r := playerLatency(t, root, chromium, tc.player, tc.url)
+		r := playerLatency(t, root, chromium, tc.player, tc.url, 0)
 		t.Logf("%s (default settings) on nginx-rtmp pulling from r1: %.2f s behind the live edge (p50), %.2f s at most; longest stall %d ms; on %.0f kbit/s",
 			tc.player, r.p50, r.max, r.maxStallMs, r.kbps)
 	}
