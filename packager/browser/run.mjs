@@ -14,7 +14,8 @@
 // lower rendition for --settle seconds). Stalls are measured as the longest
 // wall-clock time during which currentTime did not advance. --trace adds the
 // throttled phase polled every 200 ms to the JSON; --console keeps the page's
-// console (hls.js logs there with {"debug":true}).
+// console (hls.js logs there with {"debug":true}, dash.js with
+// {"debug":{"logLevel":4}}) and the page's requests with their answers.
 import { parseArgs } from 'node:util';
 import { createServer } from 'node:http';
 import { readFile, writeFile, mkdtemp, rm } from 'node:fs/promises';
