@@ -133,9 +133,17 @@ func (st *stream) renderMPD(base, dir string, number bool) ([]byte, error) {
 	if st.lowLatency() {
 		// The latency players aim for (dash.js takes it as its target and
 		// catches up by playback rate): a second and a half behind the
-		// wall clock, chunks being PartTarget long.
+		// wall clock, chunks being PartTarget long. No maximum: dash.js
+		// seeks to the live point once it is more than max − target +
+		// 0.5 s behind its target, aborting the segment it is loading; a
+		// chunked segment's download gives it a throughput sample only when
+		// it completes, so on a link that dropped under the rendition's
+		// bitrate the seek threw away the one measurement that would have
+		// moved it down, and it loaded the top rendition's new segment in
+		// progress as slowly again (a 4 s max: 12 s stalls at 600 kbit/s).
+		// Without one it falls back to its own 12 s.
 		mpd.ServiceDescription = []*m.ServiceDescriptionType{{
-			Latencies:     []*m.LatencyType{{Target: m.Ptr(uint32(1500)), Min: m.Ptr(uint32(1000)), Max: m.Ptr(uint32(4000))}},
+			Latencies:     []*m.LatencyType{{Target: m.Ptr(uint32(1500)), Min: m.Ptr(uint32(1000))}},
 			PlaybackRates: []*m.PlaybackRateType{{Min: 0.9, Max: 1.1}},
 		}}
 	}

@@ -121,7 +121,8 @@ func TestManifestBaseURL(t *testing.T) {
 }
 
 // TestLowLatencyManifest: for an app with LowLatencyDASH the manifest is
-// low-latency DASH: a ServiceDescription with a latency target; full
+// low-latency DASH: a ServiceDescription with a latency target and no
+// maximum; full
 // (written in chunks, its parts) and audio have availabilityTimeOffset,
 // availabilityTimeComplete false and the segment in progress at the end of
 // their timeline (lite and key, whole segments, keep the complete ones
@@ -147,6 +148,12 @@ func TestLowLatencyManifest(t *testing.T) {
 			ll := format == HLSLowLatency
 			if got := len(mpd.ServiceDescription) == 1 && *mpd.ServiceDescription[0].Latencies[0].Target == 1500; got != ll {
 				t.Fatalf("ServiceDescription %+v", mpd.ServiceDescription)
+			}
+			if ll && mpd.ServiceDescription[0].Latencies[0].Max != nil {
+				// dash.js seeks to the live point at max − target + 0.5 s
+				// behind its target, aborting the chunked download that
+				// would have measured a slower link (dash.go).
+				t.Fatalf("ServiceDescription has a maximum latency of %d ms", *mpd.ServiceDescription[0].Latencies[0].Max)
 			}
 			video, audio := mpd.Periods[0].AdaptationSets[0], mpd.Periods[0].AdaptationSets[1]
 			lastStart := func(tl *m.SegmentTimelineType) uint64 {

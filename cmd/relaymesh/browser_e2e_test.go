@@ -96,8 +96,25 @@ func TestBrowserPlayers(t *testing.T) {
 	requireBrowser(t, root)
 	chromium, _ := exec.LookPath("chromium")
 
-	m := startMesh(t, 1)
-	startPublisher(t, m.publishURL(), 240*time.Second, 2500)
+	// By hand: RELAYMESH_BROWSER_LLDASH=1 gives the relay low-latency DASH
+	// (opt-in; the throttled dash case then stalls about a GOP's download,
+	// docs/hls-dash.md), RELAYMESH_BROWSER_GOP=1 a 1 s GOP (2 s otherwise).
+	var relayArgs []string
+	if os.Getenv("RELAYMESH_BROWSER_LLDASH") != "" {
+		cfg := filepath.Join(t.TempDir(), "relay.yaml")
+		if err := os.WriteFile(cfg, []byte("hls:\n  dash_low_latency: [live]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		relayArgs = []string{"--config", cfg}
+	}
+	gop := 50
+	if os.Getenv("RELAYMESH_BROWSER_GOP") == "1" {
+		gop = 25
+	}
+	m := &mesh{}
+	m.primary = startNode(t, runPrimary, "", "--publish-key", "cam=s3cret")
+	m.r1 = startNode(t, runRelay, "", append(relayArgs, "--id", "r1", "--location", "eu", "--upstream", "rtmp://"+m.primary.rtmp)...)
+	startPublisherGOP(t, m.publishURL(), 240*time.Second, 2500, gop)
 	waitLive(t, m.primary, "live", "cam")
 	base := "http://" + m.r1.http
 	waitOK(t, "the multivariant playlist", base+"/hls/live/cam/index.m3u8", 20*time.Second)

@@ -32,8 +32,12 @@ import (
 //
 //	RELAYMESH_LATENCY=1 go test -run 'TestLLHLSLatency|TestLLDASHLatency' -v ./cmd/relaymesh/
 //
-// RELAYMESH_LATENCY_SECONDS sets the measuring time (default 20).
-func latencySetup(t *testing.T) (m *mesh, start time.Time, measure time.Duration) {
+// RELAYMESH_LATENCY_SECONDS sets the measuring time (default 20). players
+// is how many browser players the test runs one after the other: the
+// publisher runs long enough for each to take all of playerRunMax (a
+// stream that ends under a player is a stall of the rest of its run, not
+// the player's).
+func latencySetup(t *testing.T, players int) (m *mesh, start time.Time, measure time.Duration) {
 	t.Helper()
 	if os.Getenv("RELAYMESH_LATENCY") == "" {
 		t.Skip("set RELAYMESH_LATENCY=1 to measure the LL-HLS and LL-DASH latency (about half a minute each)")
@@ -69,7 +73,7 @@ func latencySetup(t *testing.T) (m *mesh, start time.Time, measure time.Duration
 		gop = 25 * n
 	}
 	start = time.Now()
-	startPublisherGOP(t, m.publishURL(), measure+30*time.Second, 1500, gop)
+	startPublisherGOP(t, m.publishURL(), measure+30*time.Second+time.Duration(players)*playerRunMax, 1500, gop)
 	waitLive(t, m.primary, "live", "cam")
 	return m, start, measure
 }
@@ -81,7 +85,7 @@ func latencySetup(t *testing.T) (m *mesh, start time.Time, measure time.Duration
 // also reports now − the part's end by EXT-X-PROGRAM-DATE-TIME (the relay's
 // clock when the segment began), the figure a player shows.
 func TestLLHLSLatency(t *testing.T) {
-	m, start, measure := latencySetup(t)
+	m, start, measure := latencySetup(t, 0)
 	base := "http://" + m.r2.http + "/hls/live/cam/"
 	c := &llClient{t: t, base: base}
 	var pl *playlist.Media
@@ -138,7 +142,7 @@ func TestLLHLSLatency(t *testing.T) {
 // synchronised by UTCTiming shows. The segment in progress when the client
 // comes is not counted (its first chunks are as old as the segment).
 func TestLLDASHLatency(t *testing.T) {
-	m, start, measure := latencySetup(t)
+	m, start, measure := latencySetup(t, 0)
 	c := &llClient{t: t, base: "http://" + m.r2.http + "/dash/live/cam/"}
 	var mpd *dashmpd.MPD
 	var tmpl *dashmpd.SegmentTemplateType
@@ -393,20 +397,30 @@ func percentiles(d []time.Duration) string {
 //
 //	RELAYMESH_LATENCY=1 go test -run TestPlayerLatency -v ./cmd/relaymesh/
 func TestPlayerLatency(t *testing.T) {
-	m, _, _ := latencySetup(t)
+	// RELAYMESH_LATENCY_PLAYERS lists the players to run, in order (default
+	// "hls,dash"; "dash,dash,dash" runs dash.js three times on one mesh).
+	players := []string{"hls", "dash"}
+	if s := os.Getenv("RELAYMESH_LATENCY_PLAYERS"); s != "" {
+		players = strings.Split(s, ",")
+	}
+	for _, p := range players {
+		if p != "hls" && p != "dash" {
+			t.Fatalf("RELAYMESH_LATENCY_PLAYERS: %q is not hls or dash", p)
+		}
+	}
+	m, _, _ := latencySetup(t, len(players))
 	root := repoRoot(t)
 	requireBrowser(t, root)
 	chromium, _ := exec.LookPath("chromium")
 	base := "http://" + m.r2.http
 	waitOK(t, "the multivariant playlist", base+"/hls/live/cam/index.m3u8", 20*time.Second)
 	time.Sleep(4 * time.Second)
-	for _, tc := range []struct{ player, url string }{
-		{"hls", base + "/hls/live/cam/index.m3u8"},
-		{"dash", base + "/dash/live/cam/manifest.mpd"},
-	} {
-		r := playerLatency(t, root, chromium, tc.player, tc.url)
+	urls := map[string]string{"hls": base + "/hls/live/cam/index.m3u8", "dash": base + "/dash/live/cam/manifest.mpd"}
+	for i, player := range players {
+		url := urls[player]
+		r := playerLatency(t, root, chromium, player, url, i)
 		t.Logf("%s (default settings) on the relay two hops away: %.2f s behind the live edge (p50), %.2f s at most; longest stall %d ms; on %.0f kbit/s",
-			tc.player, r.p50, r.max, r.maxStallMs, r.kbps)
+			player, r.p50, r.max, r.maxStallMs, r.kbps)
 	}
 }
 
@@ -418,11 +432,15 @@ type playerRun struct {
 	kbps       float64
 }
 
+// playerRunMax is the longest one playerLatency takes.
+const playerRunMax = 90 * time.Second
+
 // playerLatency plays url with player (hls or dash) in headless Chromium,
 // default settings unless RELAYMESH_HLS_CONFIG gives hls.js some.
-func playerLatency(t *testing.T, root, chromium, player, url string) playerRun {
+// n numbers the console file of RELAYMESH_PLAYER_CONSOLE.
+func playerLatency(t *testing.T, root, chromium, player, url string, n int) playerRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), playerRunMax)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", filepath.Join(root, "packager", "browser", "run.mjs"),
 		"--url", url, "--player", player, "--chromium", chromium, "--play", "20")
@@ -433,7 +451,11 @@ func playerLatency(t *testing.T, root, chromium, player, url string) playerRun {
 	}
 	if dir := os.Getenv("RELAYMESH_PLAYER_CONSOLE"); dir != "" {
 		// The page's console with the player's debug log, for a look.
-		cmd.Args = append(cmd.Args, "--console", filepath.Join(dir, player+".log"), "--config", `{"debug":true}`)
+		debug := `{"debug":true}`
+		if player == "dash" {
+			debug = `{"debug":{"logLevel":4}}` // info: its requests, buffer and catch-up
+		}
+		cmd.Args = append(cmd.Args, "--console", filepath.Join(dir, fmt.Sprintf("%s-%d.log", player, n)), "--config", debug)
 	}
 	out, err := cmd.Output()
 	var r struct {

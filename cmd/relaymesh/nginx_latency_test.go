@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -91,7 +92,7 @@ http {
 //
 //	RELAYMESH_LATENCY=1 go test -run 'TestPlayerLatency|TestNginxLatency' -v ./cmd/relaymesh/
 func TestNginxLatency(t *testing.T) {
-	m, _, _ := latencySetup(t)
+	m, _, _ := latencySetup(t, 3) // two players, and up to 34 s of waiting for nginx's files
 	bin := requireNginx(t)
 	root := repoRoot(t)
 	requireBrowser(t, root)
@@ -121,12 +122,25 @@ func TestNginxLatency(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-p", dir, "-c", conf)
+	// A process group of its own: killing the master alone leaves its
+	// workers running, holding the test's files (and any lock the test
+	// was started under) open.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
+		// SIGTERM: the master stops its workers and exits; then the group
+		// is killed, whatever is left of it.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _, _ = cmd.Process.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
 		if b, _ := os.ReadFile(filepath.Join(dir, "nginx-error.log")); len(b) > 0 {
 			t.Logf("nginx-error.log:\n%s", b)
 		}
@@ -140,7 +154,7 @@ func TestNginxLatency(t *testing.T) {
 		{"hls", base + "/hls/cam.m3u8"},
 		{"dash", base + "/dash/cam.mpd"},
 	} {
-		r := playerLatency(t, root, chromium, tc.player, tc.url)
+		r := playerLatency(t, root, chromium, tc.player, tc.url, 0)
 		t.Logf("%s (default settings) on nginx-rtmp pulling from r1: %.2f s behind the live edge (p50), %.2f s at most; longest stall %d ms; on %.0f kbit/s",
 			tc.player, r.p50, r.max, r.maxStallMs, r.kbps)
 	}

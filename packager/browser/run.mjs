@@ -14,7 +14,8 @@
 // lower rendition for --settle seconds). Stalls are measured as the longest
 // wall-clock time during which currentTime did not advance. --trace adds the
 // throttled phase polled every 200 ms to the JSON; --console keeps the page's
-// console (hls.js logs there with {"debug":true}).
+// console (hls.js logs there with {"debug":true}, dash.js with
+// {"debug":{"logLevel":4}}) and the page's requests with their answers.
 import { parseArgs } from 'node:util';
 import { createServer } from 'node:http';
 import { readFile, writeFile, mkdtemp, rm } from 'node:fs/promises';
@@ -139,6 +140,13 @@ try {
   const pageStart = Date.now();
   if (opt.console) {
     page.on('console', (m) => consoleLines.length < 200000 && consoleLines.push(`${Date.now() - pageStart} ${m.type()}: ${m.text()}`));
+    // and the player's requests: when each was sent, answered and done.
+    const sent = new Map();
+    const line = (s) => consoleLines.length < 200000 && consoleLines.push(`${Date.now() - pageStart} net: ${s}`);
+    page.on('request', (q) => sent.set(q, Date.now() - pageStart));
+    page.on('response', (r) => line(`${r.status()} after ${Date.now() - pageStart - (sent.get(r.request()) ?? 0)} ms ${r.request().url()}`));
+    page.on('requestfinished', (q) => line(`done ${Date.now() - pageStart - (sent.get(q) ?? 0)} ms after sent ${q.url()}`));
+    page.on('requestfailed', (q) => line(`failed (${q.failure() && q.failure().errorText}) ${q.url()}`));
   }
   // The page's network goes through the DevTools protocol: --link-kbps
   // from the start, --throttle-kbps later.
