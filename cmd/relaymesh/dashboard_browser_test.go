@@ -38,6 +38,7 @@ type dashboardLine struct {
 // its row appears, and its play button plays it (from relay-na, for a
 // viewer address in New York) with the video's currentTime advancing.
 func TestDashboardInBrowser(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg")
 	root := repoRoot(t)
 	requireBrowser(t, root)

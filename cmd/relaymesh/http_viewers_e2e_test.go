@@ -88,6 +88,7 @@ func protoViewers(pl []bus.ProtocolLoad, proto string) int {
 // viewer who comes back to the closed relay makes it pull again (its
 // playlist moves on instead of freezing).
 func TestHTTPViewersKeepRelaysOpen(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -173,6 +174,7 @@ func TestHTTPViewersKeepRelaysOpen(t *testing.T) {
 // redirector's /play, from an MPD with relative URLs (no steering here),
 // and HLS the same way.
 func TestDASHThroughRedirector(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

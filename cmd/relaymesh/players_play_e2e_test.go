@@ -97,6 +97,7 @@ func gstPlays(ctx context.Context, url string, legacy bool, want, d time.Duratio
 // (docs/hls-dash.md, *Players*) are skipped, named as broken, unless
 // RELAYMESH_PLAYERS_ALL=1 asks for them.
 func TestPlayersDirectAndThroughPlay(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg", "gst-launch-1.0")
 	if testing.Short() {
 		t.Skip("plays for a minute")
