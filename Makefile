@@ -5,9 +5,6 @@ PKGS      ?= ./...
 FUZZTIME  ?= 30s
 # Brief fuzzing inside `make test`; `make fuzz` runs each target for FUZZTIME.
 TESTFUZZTIME ?= 3s
-# How many tests that call t.Parallel() make test runs at a time in one
-# package (cmd/relaymesh's end-to-end tests mostly wait on real clients).
-TESTPARALLEL ?= 4
 # How many fuzz targets fuzz-brief runs (and fuzz binaries it builds) at a time.
 FUZZJOBS     ?= 2
 PEER_VIEWERS  ?= 100,400,1000
@@ -74,7 +71,7 @@ cross:
 # writing no report. Without root or iproute2 the drills skip with a
 # message; with CI=true they must run.
 test: vet cross build
-	$(GO) test -race -parallel $(TESTPARALLEL) -timeout 15m $(PKGS)
+	$(GO) test -race -timeout 15m $(PKGS)
 	$(MAKE) --no-print-directory fuzz-brief FUZZTIME=$(TESTFUZZTIME)
 	@echo "drills: $(TEST_DRILL_RTMP_VIEWERS) RTMP, $(TEST_DRILL_HLS_VIEWERS) HLS and $(TEST_DRILL_RECONNECT_VIEWERS) reconnecting viewers, no report (make drills runs them at full counts and writes docs/reliability.md; they need root and iproute2)"
 	$(MAKE) --no-print-directory drills DRILL_REPORT= DRILL_TIMEOUT=8m \
