@@ -5,6 +5,8 @@ PKGS      ?= ./...
 FUZZTIME  ?= 30s
 # Brief fuzzing inside `make test`; `make fuzz` runs each target for FUZZTIME.
 TESTFUZZTIME ?= 3s
+# How many fuzz targets fuzz-brief runs (and fuzz binaries it builds) at a time.
+FUZZJOBS     ?= 2
 PEER_VIEWERS  ?= 100,400,1000
 PEER_DURATION ?= 20s
 # The bare fan-out program, measured beside the servers when it is checked
@@ -86,20 +88,34 @@ drills: build
 	DRILL_RECONNECT_VIEWERS=$(DRILL_RECONNECT_VIEWERS) \
 	$(GO) test -count=1 -v -timeout $(DRILL_TIMEOUT) -run '^TestDrills$$' ./loadtest/drills
 
+# Each package's fuzz test binary is built once (go test -c -fuzz); then
+# every target runs from its package's directory, with the go command's
+# fuzz cache, as go test -fuzz would run it. fuzz-brief (inside make test)
+# builds and runs FUZZJOBS at a time, the cores shared out between the
+# targets as fuzz workers; make fuzz runs the targets one by one with every
+# core.
 fuzz-brief fuzz:
-	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
-	for pkg in $$($(GO) list ./...); do \
-	  dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	jobs=$(if $(filter fuzz-brief,$@),$(FUZZJOBS),1); \
+	workers=$$(( $$(nproc) / jobs )); [ $$workers -ge 1 ] || workers=1; \
+	cache=$$($(GO) env GOCACHE)/fuzz; \
+	$(GO) list -f '{{.ImportPath}} {{.Dir}}' ./... | while read -r pkg dir; do \
 	  for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
-	    echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
-	    if ! $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1; then \
-	      cat $$log; \
-	      if grep -q 'Failing input written' $$log; then exit 1; fi; \
-	      echo "fuzz run failed without a failing input (worker trouble on a busy machine?): once more"; \
-	      $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1 || { cat $$log; exit 1; }; \
-	    fi; \
+	    echo "$$pkg $$dir $$tmp/$$(echo $$pkg | tr / _).test $$t"; \
 	  done; \
-	done
+	done >$$tmp/targets; \
+	cut -d' ' -f1,3 $$tmp/targets | uniq | GO="$(GO)" xargs -P $(FUZZJOBS) -L 1 sh -c '$$GO test -c -fuzz . -o $$2 $$1 || exit 255' sh; \
+	FUZZTIME=$(FUZZTIME) WORKERS=$$workers CACHE=$$cache TMP=$$tmp xargs -P $$jobs -L 1 sh -c ' \
+	  pkg=$$1 dir=$$2 bin=$$3 t=$$4; log=$$TMP/$$(basename $$bin)-$$t.log; \
+	  echo "fuzz $$pkg $$t ($$FUZZTIME)"; \
+	  run() { (cd "$$dir" && "$$bin" -test.run "^\$$" -test.fuzz "^$$t\$$" -test.fuzztime $$FUZZTIME \
+	    -test.parallel $$WORKERS -test.fuzzcachedir "$$CACHE/$$pkg") >"$$log" 2>&1; }; \
+	  if ! run; then \
+	    cat "$$log"; \
+	    if grep -q "Failing input written" "$$log"; then exit 255; fi; \
+	    echo "fuzz run of $$t failed without a failing input (worker trouble on a busy machine?): once more"; \
+	    run || { cat "$$log"; exit 255; }; \
+	  fi' sh <$$tmp/targets
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

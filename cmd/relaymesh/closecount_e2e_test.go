@@ -50,6 +50,7 @@ func metricSum(t *testing.T, n *testNode, name string, match ...string) float64 
 // its reason (the drills saw 5 of 20); a connection over max_connections
 // is counted as refused.
 func TestNonReadingViewersAllCounted(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg")
 	m := &mesh{}
 	m.primary = startNode(t, runPrimary, "", "--publish-key", "cam=s3cret")
@@ -110,6 +111,7 @@ func TestNonReadingViewersAllCounted(t *testing.T) {
 // the write timeout): counted under too_slow, once, though its connection
 // only goes at the write timeout (its status cannot get out).
 func TestTooSlowViewerCounted(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg")
 	m := &mesh{}
 	m.primary = startNode(t, runPrimary, "", "--publish-key", "cam=s3cret")

@@ -39,6 +39,7 @@ type captureLine struct {
 // stream in full. The screenshot goes to $RELAYMESH_DASHBOARD_PNG when set
 // (docs/dashboard.png is the picture docs/operations.md shows).
 func TestDashboardShowsPlayingStream(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg")
 	root := repoRoot(t)
 	requireBrowser(t, root)

@@ -24,6 +24,7 @@ import (
 // TestDevMeshAnswers starts the whole development mesh in-process and
 // checks that the mesh API sees every relay and that /play places a viewer.
 func TestDevMeshAnswers(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	addr, stop := startDev(t, ctx, cancel)

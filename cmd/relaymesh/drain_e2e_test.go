@@ -87,6 +87,7 @@ func watchDrain(t *testing.T, addr string, props map[string]any, drain func()) d
 // its RTMP viewers to leave and where to play again (its redirect), stops
 // their media, and closes the connection only after the drain.
 func TestDrainTellsViewersWhereToGo(t *testing.T) {
+	t.Parallel()
 	m := &mesh{}
 	m.primary = startNode(t, runPrimary, "", "--publish-key", "cam=s3cret")
 	ctx, cancel := context.WithCancel(context.Background())

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -58,8 +61,26 @@ func (n *testNode) stop(t *testing.T) {
 }
 
 // startNode runs a subcommand (primary or relay) with its --rtmp and --http
-// addresses chosen here, and waits until it accepts connections.
+// addresses chosen here, and waits until it accepts connections on both.
+// A port freeAddr found free can be taken before the node listens on it
+// (any connection on the machine may get it as its local port, more so
+// with tests running side by side): then the node starts again on fresh
+// ports.
 func startNode(t *testing.T, run func(context.Context, []string) error, rtmpAddr string, args ...string) *testNode {
+	t.Helper()
+	for try := 1; ; try++ {
+		n, err := tryStartNode(t, run, rtmpAddr, args)
+		if err == nil {
+			return n
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || try == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("%v: again on other ports", err)
+	}
+}
+
+func tryStartNode(t *testing.T, run func(context.Context, []string) error, rtmpAddr string, args []string) (*testNode, error) {
 	t.Helper()
 	if rtmpAddr == "" {
 		rtmpAddr = freeAddr(t)
@@ -74,21 +95,37 @@ func startNode(t *testing.T, run func(context.Context, []string) error, rtmpAddr
 	args = append([]string{"--rtmp", n.rtmp, "--http", n.http, "--log-level", level}, args...)
 	go func() { n.err = run(ctx, args); close(n.done) }()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.Dial("tcp", n.rtmp)
-		if err == nil {
-			c.Close()
-			break
+	for _, addr := range []string{n.rtmp, n.http} {
+		for {
+			c, err := net.Dial("tcp", addr)
+			if err == nil {
+				c.Close()
+				break
+			}
+			select {
+			case <-n.done:
+				cancel()
+				return nil, fmt.Errorf("node exited: %w", n.err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				cancel()
+				select {
+				case <-n.done:
+				case <-time.After(15 * time.Second):
+				}
+				return nil, fmt.Errorf("node %s not listening on %s", n.rtmp, addr)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		select {
-		case <-n.done:
-			t.Fatalf("node exited: %v", n.err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node %s not listening", n.rtmp)
-		}
-		time.Sleep(20 * time.Millisecond)
+	}
+	// Both answered: the node's, unless it failed to open its second
+	// listener while the first one took the dial.
+	select {
+	case <-n.done:
+		cancel()
+		return nil, fmt.Errorf("node exited: %w", n.err)
+	default:
 	}
 	t.Cleanup(func() {
 		cancel()
@@ -97,7 +134,7 @@ func startNode(t *testing.T, run func(context.Context, []string) error, rtmpAddr
 		case <-time.After(15 * time.Second):
 		}
 	})
-	return n
+	return n, nil
 }
 
 // publisher is a real ffmpeg pushing an H.264/AAC test pattern.

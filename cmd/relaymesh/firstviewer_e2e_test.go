@@ -92,6 +92,7 @@ func pullCount(t *testing.T, n *testNode) int {
 // Before the fix the upstream's start-up burst was taken for a slow viewer
 // and most of the first GOP was dropped.
 func TestFirstViewerGetsWholeGOP(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg")
 	m := &mesh{}
 	m.primary = startNode(t, runPrimary, "", "--publish-key", "cam=s3cret")

@@ -104,6 +104,7 @@ var metricRef = regexp.MustCompile(`\b(?:relaymesh|go|process)_[a-z0-9_]+`)
 // Every metric docs/grafana-dashboard.json queries is exposed by a server
 // of a running mesh (with a stream, an RTMP and an HLS viewer).
 func TestGrafanaDashboardMetrics(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../docs/grafana-dashboard.json")
 	if err != nil {
 		t.Fatal(err)

@@ -96,6 +96,7 @@ func TestHealthRelayUpstreamUnreachable(t *testing.T) {
 
 // The orchestrator has /healthz (failing while NATS is away) and /metrics.
 func TestHealthOrchestrator(t *testing.T) {
+	t.Parallel()
 	e, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0"}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 // never seen the stream serves it as HLS (every rendition) and DASH on its
 // first HTTP request, and each decodes without error.
 func TestHLSAndDASHOnRelay(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg", "ffprobe")
 	m := startMesh(t, 1)
 	startPublisher(t, m.publishURL(), 60*time.Second, 1500)
@@ -61,6 +62,7 @@ func TestHLSAndDASHOnRelay(t *testing.T) {
 // init segment; the multivariant playlist then describes the new session;
 // each session decodes at its own size.
 func TestHLSCodecChangeOnRelay(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg", "ffprobe")
 	m := startMesh(t, 1)
 	publish := func(size, profile string, seconds int) *exec.Cmd {

@@ -30,6 +30,7 @@ func protoMbps(pl []bus.ProtocolLoad, proto string) float64 {
 // 1,000 players is a command in docs/performance.md (HTTP viewers at
 // 1,000), too big for make test.
 func TestHTTPSwarmCounts(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg")
 	const players = 50
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

@@ -253,6 +253,7 @@ func waitSnapshot(t *testing.T, ctx context.Context, web string, cond func(dashb
 // Europe, where the primary is); later viewers are sent to those relays and
 // really play from them. The dashboard shows the decisions.
 func TestMeshOpensRelaysWhereDemandIs(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -521,6 +522,7 @@ func (m *testMesh) startControlWith(ctx context.Context, id string, sc scaling.C
 // placements), then NATS stops: every viewer still attached keeps playing
 // to the end, and the redirector keeps answering from its last copy.
 func TestMeshSurvivesFailures(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -97,6 +97,7 @@ func gstPlays(ctx context.Context, url string, legacy bool, want, d time.Duratio
 // as well. The fourteen players run four at a time on the one mesh, each
 // until it has shown 3 s of video (or its limit).
 func TestPlayersDirectAndThroughPlay(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg", "gst-launch-1.0")
 	if testing.Short() {
 		t.Skip("plays for a minute")

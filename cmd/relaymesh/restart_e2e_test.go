@@ -94,6 +94,7 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 // connections through a publisher restart and through a primary restart,
 // and receive frames again each time the broadcaster is back.
 func TestBroadcasterAndPrimaryRestart(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg")
 	m := startMesh(t, 1)
 	pub := startPublisher(t, m.publishURL(), 60*time.Second, 800)

@@ -71,6 +71,7 @@ func streams(t *testing.T, n *testNode) []map[string]any {
 // TestChainRealClients: ffmpeg publishes to the primary; ffprobe, ffmpeg
 // and rtmpdump play from the second relay of a chain.
 func TestChainRealClients(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg", "ffprobe", "rtmpdump")
 	m := startMesh(t, 2)
 	startPublisher(t, m.publishURL(), 120*time.Second, 2000)
@@ -146,6 +147,7 @@ func TestChainRealClients(t *testing.T) {
 // TestSwarm50: 50 light viewers on one relay all get video that starts
 // with a sequence header and a keyframe.
 func TestSwarm50(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg")
 	m := startMesh(t, 1)
 	startPublisher(t, m.publishURL(), 30*time.Second, 1500)

@@ -97,6 +97,7 @@ func swarmChosen(ctx context.Context, c rdClient, stream, ip string, n int, d ti
 // land on it; after everyone leaves and the hold time passes, relays are
 // drained and closed.
 func TestScaleOutAndIn(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -199,6 +199,7 @@ func decodes(t *testing.T, u string, extra ...string) error {
 // and their answers (refusal, timeout with fail-closed and fail-open) are
 // obeyed.
 func TestPlayAuthorization(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg", "ffprobe")
 	const secret = "play-s3cret"
 	hk := newHookServer(t)
@@ -414,6 +415,7 @@ func servedCN(t *testing.T, addr string) string {
 // file); ffmpeg plays over RTMPS and HLS over HTTPS from the relay; a
 // replaced certificate is served without a restart.
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg")
 	dir := t.TempDir()
 	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
@@ -535,6 +537,7 @@ func TestOrchestratorHTTPS(t *testing.T) {
 // redirector plays RTMP and HLS with the token of the redirect; without
 // it, it is refused.
 func TestPlayTokenThroughMesh(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "ffmpeg")
 	const secret = "mesh-play-s3cret"
 	natsAddr, web := freeAddr(t), freeAddr(t)

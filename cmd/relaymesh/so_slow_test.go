@@ -93,6 +93,7 @@ func synthPublish(ctx context.Context, t *testing.T, url string, appSegments int
 // messages sent on the object and server-to-client calls. It must get every
 // one of them, in order, and keep its connection.
 func TestSlowViewerGetsEverySharedObjectChange(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cfg := soConfigFile(t, "  messages_per_second: 1000\n  burst: 1000\n")

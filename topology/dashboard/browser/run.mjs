@@ -3,12 +3,13 @@
 // stdout. It judges nothing itself: the Go test asserts on the JSON.
 //
 //   node topology/dashboard/browser/run.mjs --url http://127.0.0.1:8080/ --stream live/demo
-//       [--relays 4] [--ip 198.51.100.10] [--play 3] [--timeout 40]
+//       [--relays 4] [--ip 198.51.100.10] [--play 3] [--timeout 40] [--row-relay relay-na]
 //
 // Phases, each reported on its own line:
 //   {"phase":"relays", ...}  the relays table lists at least --relays up relays
 //                            (the test starts publishing after this line);
-//   {"phase":"stream", ...}  a row for --stream appeared in the live streams table;
+//   {"phase":"stream", ...}  a row for --stream appeared in the live streams table
+//                            (with --row-relay: one whose relays cell names it);
 //   {"phase":"done", ...}    after clicking its play button (viewer address --ip),
 //                            how far the video's currentTime advanced.
 // On any failure the last line has "error".
@@ -28,6 +29,7 @@ const { values: opt } = parseArgs({
     ip: { type: 'string', default: '' },
     play: { type: 'string', default: '3' },
     timeout: { type: 'string', default: '40' },
+    'row-relay': { type: 'string', default: '' },
     chromium: { type: 'string', default: process.env.CHROMIUM || 'chromium' },
   },
 });
@@ -101,11 +103,11 @@ try {
   line({ phase: 'relays', relays: relays.map((r) => ({ id: r[0], location: r[1], status: r[2] })), ...before });
 
   // 2. the stream's row
-  const row = await poll(page, timeoutSec, (s) => {
+  const row = await poll(page, timeoutSec, ([s, relay]) => {
     const tr = [...document.querySelectorAll('#streams tbody tr')].find((tr) => tr.cells[0].textContent === s);
-    return tr ? tr.cells[1].textContent : null;
-  }, opt.stream);
-  if (!row) fail('the stream never appeared in the live streams table', { errors });
+    return tr && tr.cells[1].textContent.includes(relay) ? tr.cells[1].textContent : null;
+  }, [opt.stream, opt['row-relay']]);
+  if (!row) fail('the stream never appeared in the live streams table' + (opt['row-relay'] ? ` on ${opt['row-relay']}` : ''), { errors });
   line({ phase: 'stream', stream: opt.stream, relays: row });
 
   // 3. play it from its row
