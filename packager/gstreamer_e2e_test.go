@@ -5,17 +5,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-)
 
-// gstPTS matches the buffer timestamps fakesink reports with -v.
-var gstPTS = regexp.MustCompile(`pts: (\d+):(\d\d):(\d\d)\.(\d{9})`)
+	"github.com/relaymesh/relaymesh/internal/gstplay"
+)
 
 // gstPlayed runs gst-launch-1.0 playbin3 on url for at most d and returns
 // the span of video timestamps the sink received.
@@ -31,39 +28,11 @@ func gstRun(t *testing.T, url string, d time.Duration, legacy bool) time.Duratio
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	bin := "playbin3"
-	if legacy {
-		bin = "playbin"
-	}
-	cmd := exec.CommandContext(ctx, "gst-launch-1.0", "-v", bin, "uri="+url,
-		"video-sink=fakesink sync=true silent=false", "audio-sink=fakesink sync=true")
-	if legacy {
-		cmd.Env = append(os.Environ(), "GST_PLUGIN_FEATURE_RANK=hlsdemux2:NONE,dashdemux2:NONE")
-	}
-	out, _ := cmd.CombinedOutput() // ended by the timeout
-	var lo, hi time.Duration
-	n := 0
-	for _, m := range gstPTS.FindAllStringSubmatch(string(out), -1) {
-		var v [4]int
-		for i := range v {
-			v[i], _ = strconv.Atoi(m[i+1])
-		}
-		ts := time.Duration(v[0])*time.Hour + time.Duration(v[1])*time.Minute + time.Duration(v[2])*time.Second + time.Duration(v[3])
-		if n == 0 || ts < lo {
-			lo = ts
-		}
-		hi = max(hi, ts)
-		n++
-	}
-	if n == 0 {
-		tail := string(out)
-		if len(tail) > 2000 {
-			tail = tail[len(tail)-2000:]
-		}
+	span, tail := gstplay.Play(ctx, url, legacy, 0)
+	if span == 0 {
 		t.Logf("gst-launch-1.0 %s: no video buffer reached the sink; output ends:\n%s", url, tail)
-		return 0
 	}
-	return hi - lo
+	return span
 }
 
 // TestGStreamerPlays: GStreamer's playbin3 (hlsdemux2, dashdemux2) plays

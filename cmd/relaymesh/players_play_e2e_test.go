@@ -1,89 +1,19 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/relaymesh/relaymesh/internal/gstplay"
 )
-
-// gstBufferPTS matches the buffer timestamps fakesink reports with -v.
-var gstBufferPTS = regexp.MustCompile(`pts: (\d+):(\d\d):(\d\d)\.(\d{9})`)
-
-// gstPlays runs gst-launch-1.0 playbin3 on url until its video sink has
-// received want of video (by the buffers' timestamps) or d has passed,
-// and returns the span of video timestamps the sink received with the
-// end of the output. legacy runs playbin instead with GStreamer's newer
-// adaptive demuxers (hlsdemux2, dashdemux2) ranked out, so that it takes
-// the legacy ones (hlsdemux, dashdemux; they are not streams-aware, which
-// playbin3 needs).
-func gstPlays(ctx context.Context, url string, legacy bool, want, d time.Duration) (time.Duration, string) {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	bin := "playbin3"
-	if legacy {
-		bin = "playbin"
-	}
-	cmd := exec.CommandContext(ctx, "gst-launch-1.0", "-v", bin, "uri="+url,
-		"video-sink=fakesink sync=true silent=false", "audio-sink=fakesink sync=true")
-	if legacy {
-		cmd.Env = append(os.Environ(), "GST_PLUGIN_FEATURE_RANK=hlsdemux2:NONE,dashdemux2:NONE")
-	}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		return 0, err.Error()
-	}
-	go func() { _ = cmd.Wait(); pw.Close() }() // ended by the timeout or cancel
-	var lo, hi time.Duration
-	n := 0
-	var tail []string // the last lines of output
-	sc := bufio.NewScanner(pr)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if len(tail) == 20 {
-			tail = tail[1:]
-		}
-		tail = append(tail, line)
-		m := gstBufferPTS.FindStringSubmatch(line)
-		if m == nil || !strings.Contains(line, "fakesink") || !strings.Contains(line, "chain") {
-			continue
-		}
-		var v [4]int
-		for i := range v {
-			v[i], _ = strconv.Atoi(m[i+1])
-		}
-		ts := time.Duration(v[0])*time.Hour + time.Duration(v[1])*time.Minute + time.Duration(v[2])*time.Second + time.Duration(v[3])
-		if n == 0 || ts < lo {
-			lo = ts
-		}
-		hi = max(hi, ts)
-		n++
-		if hi-lo >= want {
-			cancel() // enough: the rest of the output drains
-		}
-	}
-	_, _ = io.Copy(io.Discard, pr)
-	out := strings.Join(tail, "\n")
-	if len(out) > 1500 {
-		out = out[len(out)-1500:]
-	}
-	if n == 0 {
-		return 0, out
-	}
-	return hi - lo, out
-}
 
 // TestPlayersDirectAndThroughPlay: ffmpeg, GStreamer's playbin3 (with
 // hlsdemux2 and dashdemux2) and GStreamer's legacy demuxers (hlsdemux,
@@ -185,13 +115,18 @@ func TestPlayersDirectAndThroughPlay(t *testing.T) {
 				if dash && !legacy {
 					limit = 60 * time.Second
 				}
+				play := func() (time.Duration, string) {
+					ctx, cancel := context.WithTimeout(ctx, limit)
+					defer cancel()
+					return gstplay.Play(ctx, url, legacy, want)
+				}
 				start := time.Now()
-				d, tail := gstPlays(ctx, url, legacy, want, limit)
+				d, tail := play()
 				for try := 0; try < 2 && d == 0 && strings.Contains(tail, "Bail out!"); try++ {
 					// dashdemux2 1.22.0 now and then fails an assertion of
 					// its own at start (docs/hls-dash.md, GStreamer): again.
 					t.Logf("GStreamer aborted, again; output ends:\n%s", tail)
-					d, tail = gstPlays(ctx, url, legacy, want, limit)
+					d, tail = play()
 				}
 				if d < want {
 					t.Errorf("GStreamer played %v of %s in %v, want ≥ %v; output ends:\n%s", d, url, time.Since(start).Round(time.Second), want, tail)
