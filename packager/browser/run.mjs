@@ -217,21 +217,26 @@ try {
       // Throttling only tells something from the top rendition: give the
       // player up to --top-timeout seconds to get there.
       const levels = await page.evaluate(() => window.probe.levels);
+      // Renditions are compared by the bitrates listed now, looked up by
+      // their index: a live manifest's figures move a little from one
+      // reload to the next (full at 2,553,420 here, 2,550,444 on the
+      // player's level a few seconds later).
+      const listed = (l) => (levels.find((x) => x.index === l.index) || l).bitrate || 0;
       const top = Math.max(...levels.map((l) => l.bitrate || 0));
-      const warm = await watch(topTimeout, (s) => s.level && s.level.bitrate >= top);
+      const warm = await watch(topTimeout, (s) => s.level && listed(s.level) >= top);
       result.levelBeforeThrottle = warm.last.level;
       result.latencyBeforeThrottle = +warm.last.latency.toFixed(2);
-      result.topBeforeThrottle = !!(warm.last.level && warm.last.level.bitrate >= top);
+      result.topBeforeThrottle = !!(warm.last.level && listed(warm.last.level) >= top);
       // --throttle-delay moves the throttle's start against the segments
       // (to try every phase of the GOP).
       if (throttleDelay > 0) await sleep(throttleDelay * 1000);
       const probe0 = await page.evaluate(() => window.probe);
       const throttleAt = await page.evaluate(() => Math.round(performance.now()));
       await link(throttleKbps);
-      const before = warm.last.level ? warm.last.level.bitrate : Infinity;
+      const before = warm.last.level ? listed(warm.last.level) : Infinity;
       let lowerSince = 0;
       const th = await watch(throttleSec, (s) => {
-        const lower = s.level && s.level.bitrate < before;
+        const lower = s.level && listed(s.level) < before;
         if (!lower) lowerSince = 0;
         else if (!lowerSince) lowerSince = Date.now();
         return lowerSince && Date.now() - lowerSince >= settleSec * 1000;
@@ -243,13 +248,13 @@ try {
         maxStallMs: th.maxStallMs,
         seconds: th.samples / 5,
         level: th.last.level,
-        switchedDown: !!(th.last.level && th.last.level.bitrate < before),
+        switchedDown: !!(th.last.level && listed(th.last.level) < before),
         switches: probe1.switches.slice(probe0.switches.length),
         // ms after the throttle began when the player first showed a lower
         // rendition (-1: never)
         downAfterMs: -1,
       };
-      const down = result.throttle.switches.find((sw) => sw.bitrate < before);
+      const down = result.throttle.switches.find((sw) => listed({ index: sw.to, bitrate: sw.bitrate }) < before);
       if (down) result.throttle.downAfterMs = down.at - throttleAt;
       if (opt.trace) result.throttle.trace = th.trace;
     }
