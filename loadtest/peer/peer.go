@@ -125,6 +125,13 @@ type Ratio struct {
 }
 
 func (c *Config) defaults() error {
+	if c.ProfileDir != "" {
+		// Made here, before the run: the profiles are written at the end
+		// of each window, too late to learn that the directory is missing.
+		if err := os.MkdirAll(c.ProfileDir, 0o755); err != nil {
+			return fmt.Errorf("profile directory: %w", err)
+		}
+	}
 	if c.Bin == "" {
 		exe, err := os.Executable()
 		if err != nil {
