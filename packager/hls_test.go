@@ -40,6 +40,14 @@ func (st *stream) pushAll(frames []*av.Frame) {
 func render(t *testing.T, st *stream, r Rendition) string {
 	t.Helper()
 	b, err := st.mediaPlaylist(r)
+	_, text := parsedMedia(t, b, err)
+	return text
+}
+
+// parsedMedia checks that a media playlist rendered (b, err) parses, and
+// returns it parsed and as text.
+func parsedMedia(t *testing.T, b []byte, err error) (*playlist.Media, string) {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +55,7 @@ func render(t *testing.T, st *stream, r Rendition) string {
 	if err := pl.Unmarshal(b); err != nil {
 		t.Fatalf("%v\n%s", err, b)
 	}
-	return string(b)
+	return &pl, string(b)
 }
 
 // listed is a segment of a rendered media playlist.

@@ -22,14 +22,7 @@ import (
 func tsPlayMedia(t *testing.T, st *stream, r Rendition) (*playlist.Media, string) {
 	t.Helper()
 	b, err := st.tsPlayPlaylist(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pl playlist.Media
-	if err := pl.Unmarshal(b); err != nil {
-		t.Fatalf("%v\n%s", err, b)
-	}
-	return &pl, string(b)
+	return parsedMedia(t, b, err)
 }
 
 // TestTSPlayPlaylist: in every format, ts.m3u8 is a multivariant playlist
