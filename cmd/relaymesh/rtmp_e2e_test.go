@@ -203,9 +203,10 @@ func TestSlowViewer(t *testing.T) {
 	// reader holds beyond the server's sight — its receive buffer (the
 	// swarm's 16 KiB SO_RCVBUF, doubled by the kernel), acknowledged and
 	// drained at 300 kbit/s — and the largest frame's own transit at that
-	// rate.
+	// rate; and what every viewer of this run was behind the earliest one
+	// (the normal viewers' largest lag: this machine's scheduling).
 	largest := largestFLVTag(t, filepath.Join(dir, "slow.flv"))
-	limit := 3000 + float64(2*16<<10+largest)*8/300_000*1000
+	limit := 3000 + float64(2*16<<10+largest)*8/300_000*1000 + r.Normal.MaxLag
 	t.Logf("slow viewer's largest frame %d bytes: lag limit %.0f ms", largest, limit)
 	if r.SlowClass.MaxLag > limit {
 		t.Errorf("slow viewer %.0f ms behind the live edge, limit %.0f ms", r.SlowClass.MaxLag, limit)
