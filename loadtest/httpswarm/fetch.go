@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/time/rate"
+	"github.com/relaymesh/relaymesh/loadtest/internal/throttle"
 )
 
 // Request kinds, as counted in the report.
@@ -26,41 +26,21 @@ const (
 
 var errTooLarge = errors.New("response too large")
 
-// throttledConn reads through a byte-rate limiter shared by every
-// connection of one client.
-type throttledConn struct {
-	net.Conn
-	lim *rate.Limiter
-	ctx context.Context
-}
-
-func (t *throttledConn) Read(p []byte) (int, error) {
-	if b := t.lim.Burst(); len(p) > b {
-		p = p[:b]
-	}
-	if err := t.lim.WaitN(t.ctx, len(p)); err != nil {
-		// The wait would outlast the client's run: it ends first.
-		<-t.ctx.Done()
-		return 0, t.ctx.Err()
-	}
-	return t.Conn.Read(p)
-}
-
 // newHTTPClient is one player's HTTP client: its own connections, and with
 // a limiter, a userspace byte-rate limit on everything it reads (and a small
 // socket receive buffer, so the kernel does not hide the limit).
-func newHTTPClient(ctx context.Context, cfg *Config, lim *rate.Limiter) *http.Client {
+func newHTTPClient(ctx context.Context, cfg *Config, link *throttle.Link) *http.Client {
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	tr := &http.Transport{
 		DialContext: func(dctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := d.DialContext(dctx, network, addr)
-			if err != nil || lim == nil {
+			if err != nil || link == nil {
 				return c, err
 			}
 			if tc, ok := c.(*net.TCPConn); ok {
 				_ = tc.SetReadBuffer(64 << 10)
 			}
-			return &throttledConn{Conn: c, lim: lim, ctx: ctx}, nil
+			return link.Conn(ctx, c), nil
 		},
 		MaxIdleConnsPerHost:   4,
 		IdleConnTimeout:       30 * time.Second,

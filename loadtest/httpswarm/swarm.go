@@ -21,8 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/relaymesh/relaymesh/loadtest/internal/throttle"
 	"github.com/relaymesh/relaymesh/loadtest/proc"
-	"golang.org/x/time/rate"
 )
 
 // Protocols.
@@ -398,12 +398,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 func (c *client) run(parent context.Context) {
 	ctx, cancel := context.WithTimeout(parent, c.cfg.Duration)
 	defer cancel()
-	var lim *rate.Limiter
+	var link *throttle.Link
 	if c.st.Throttled {
-		bytesPerSec := float64(c.cfg.ThrottleKbps) * 1000 / 8
-		lim = rate.NewLimiter(rate.Limit(bytesPerSec), 16<<10)
+		link = throttle.NewLink(float64(c.cfg.ThrottleKbps) * 1000)
 	}
-	hc := newHTTPClient(ctx, c.cfg, lim)
+	hc := newHTTPClient(ctx, c.cfg, link)
 	c.http = hc
 	defer hc.CloseIdleConnections()
 	switch c.cfg.Proto {

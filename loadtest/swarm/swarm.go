@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/relaymesh/relaymesh/internal/rtmp"
+	"github.com/relaymesh/relaymesh/loadtest/internal/throttle"
 	"github.com/relaymesh/relaymesh/loadtest/proc"
 )
 
@@ -231,65 +232,6 @@ func progress(w io.Writer, start time.Time, n int, live, frames, bytes *atomic.I
 	}
 }
 
-// throttled reads at most rate bits per second, like a link of that rate.
-// It keeps the time the link would have delivered the bytes read so far and
-// sleeps until then: a reader that was not scheduled for a while (a loaded
-// machine) reads on without sleeping until it is back on schedule, as a real
-// link would have delivered meanwhile (up to a second of it), so the emulated
-// link does not get slower when the client's CPU is busy; a link that had
-// nothing to carry banks no time.
-type throttled struct {
-	net.Conn
-	nsPerByte float64
-	next      time.Time // when the link has delivered what was read
-	ctx       context.Context
-}
-
-func newThrottled(ctx context.Context, nc net.Conn, bitsPerSec int64) *throttled {
-	return &throttled{Conn: nc, nsPerByte: 8e9 / float64(bitsPerSec), ctx: ctx}
-}
-
-// throttleRead is the most a throttled reader takes in one read.
-const throttleRead = 4096
-
-// throttleCatchUp bounds how far behind its schedule a throttled reader
-// catches up at full speed.
-const throttleCatchUp = time.Second
-
-func (t *throttled) Read(p []byte) (int, error) {
-	if len(p) > throttleRead {
-		p = p[:throttleRead]
-	}
-	start := time.Now()
-	n, err := t.Conn.Read(p)
-	if n == 0 {
-		return n, err
-	}
-	now := time.Now()
-	if t.next.Before(start) {
-		// The link was idle: these bytes start now.
-		t.next = now
-	}
-	t.next = later(t.next, now.Add(-throttleCatchUp)).Add(time.Duration(float64(n) * t.nsPerByte))
-	if wait := time.Until(t.next); wait > 0 {
-		timer := time.NewTimer(wait)
-		select {
-		case <-timer.C:
-		case <-t.ctx.Done():
-			timer.Stop()
-			return n, t.ctx.Err()
-		}
-	}
-	return n, err
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
 // play is one player: a connection, and with ReconnectVia a new one
 // through the redirector each time one ends, until its time is up.
 func play(ctx context.Context, cfg Config, u rtmp.URL, v *Viewer, live, frames, bytes *atomic.Int64) {
@@ -410,7 +352,7 @@ func session(ctx context.Context, cfg Config, u rtmp.URL, v *Viewer, st *playSta
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetReadBuffer(cfg.RecvBuffer)
 		}
-		nc = newThrottled(ctx, nc, cfg.SlowRate)
+		nc = throttle.NewLink(float64(cfg.SlowRate)).Conn(ctx, nc)
 	}
 	cc, err := rtmp.DialConn(ctx, nc, u, rtmp.ConnConfig{ReadTimeout: 15 * time.Second, ConnectProps: cfg.ConnectProps}, cfg.Log)
 	if err != nil {
