@@ -28,9 +28,10 @@ import (
 //     of rotation now (a few milliseconds after the kill instead of the
 //     heartbeat timeout);
 //   - accepted: the process lives and will reconnect; it is asked again
-//     probeAgain later, probeRounds times in all (it could still be
-//     closing its sockets), unless it beats again meanwhile; then the
-//     heartbeat timeout decides, as before;
+//     after each of probeAgain (it could still be closing its sockets: a
+//     killed process's NATS connection can close before its listeners
+//     do), unless it beats again meanwhile; then the heartbeat timeout
+//     decides, as before;
 //   - no answer (a host cut off, a firewall): the heartbeat timeout
 //     decides, as before.
 //
@@ -42,15 +43,19 @@ import (
 const (
 	// probeTimeout bounds one connect to a relay's listener.
 	probeTimeout = 500 * time.Millisecond
-	// probeAgain: a relay that answered after its disconnect is asked
-	// again this often, probeRounds times in all.
-	probeAgain  = 250 * time.Millisecond
-	probeRounds = 3
+	// probeRetries is how many times a relay that answered after its
+	// disconnect is asked again (the waits of probeAgain).
+	probeRetries = 5
 	// maxProbes bounds the probes in flight; beyond, the heartbeat
 	// timeout decides alone (a NATS server that lost every client at
 	// once).
 	maxProbes = 32
 )
+
+// probeAgain are the waits before each new probe of a relay that answered
+// (0.77 s in all, within the heartbeat timeout).
+var probeAgain = [probeRetries]time.Duration{20 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
 
 // probeResult is what a relay's listener said.
 type probeResult int
@@ -156,24 +161,24 @@ func (r *Redirector) confirmGone(ctx context.Context, id placement.ServerID, add
 		}
 		r.mu.Unlock()
 	}()
-	for round := 1; ; round++ {
+	for round := 0; ; round++ {
 		switch r.probe(ctx, addr) {
 		case probeRefused:
 			r.disconnects.add(outcomeGone)
-			r.markGone(id, d, addr, time.Since(since))
+			r.markGone(id, d, addr, time.Since(since), round+1)
 			return
 		case probeUnknown:
 			r.disconnects.add(outcomeUnknown)
 			return
 		}
-		if round == probeRounds {
+		if round == probeRetries {
 			r.disconnects.add(outcomeAlive)
 			return
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(probeAgain):
+		case <-time.After(probeAgain[round]):
 		}
 		r.mu.RLock()
 		rs := r.relays[id]
@@ -187,7 +192,7 @@ func (r *Redirector) confirmGone(ctx context.Context, id placement.ServerID, add
 }
 
 // markGone takes relay id out of rotation until its listener answers again.
-func (r *Redirector) markGone(id placement.ServerID, d bus.Disconnect, addr string, took time.Duration) {
+func (r *Redirector) markGone(id placement.ServerID, d bus.Disconnect, addr string, took time.Duration, probes int) {
 	r.mu.Lock()
 	rs := r.relays[id]
 	if rs == nil {
@@ -200,7 +205,7 @@ func (r *Redirector) markGone(id placement.ServerID, d bus.Disconnect, addr stri
 	r.mesh.SetUp(id, false)
 	if was {
 		r.log.Info("relay process gone, not sending viewers there", "server", d.Name, "nats_reason", d.Reason,
-			"refused", addr, "probe", took.Round(time.Microsecond))
+			"refused", addr, "probes", probes, "took", took.Round(time.Microsecond))
 	}
 }
 
