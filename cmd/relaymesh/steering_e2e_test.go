@@ -257,7 +257,7 @@ func TestSteeringFailover(t *testing.T) {
 			// packager that starts with the player has a segment or two,
 			// and dash.js then starts at the live edge instead of
 			// suggestedPresentationDelay behind it and stalls for the next
-			// segment every segment (2.0–2.3 s at worst in the first 6 s
+			// segment every segment (1.8–2.3 s at worst in the first 6 s
 			// of play in every run so, docs/hls-dash.md): that stall is the
 			// cold start's, not the failover's, and it ran into the window
 			// measured after the kill.
