@@ -135,8 +135,12 @@ func (r *Redirector) onDisconnect(id placement.ServerID, d bus.Disconnect) {
 }
 
 // startProbe runs f in a goroutine of its own unless maxProbes are in
-// flight already.
+// flight already or Run is ending.
 func (r *Redirector) startProbe(f func(ctx context.Context)) bool {
+	ctx := r.runContext()
+	if ctx.Err() != nil {
+		return false // Run is ending: no new probe for it to wait for
+	}
 	select {
 	case r.probeSem <- struct{}{}:
 	default:
@@ -146,7 +150,7 @@ func (r *Redirector) startProbe(f func(ctx context.Context)) bool {
 	go func() {
 		defer r.probeWG.Done()
 		defer func() { <-r.probeSem }()
-		f(r.runContext())
+		f(ctx)
 	}()
 	return true
 }
