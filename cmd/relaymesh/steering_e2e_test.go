@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"log/slog"
@@ -116,6 +117,46 @@ func dashAddresses(url string) string {
 	return strings.Join(out, " ")
 }
 
+// warmSegments: TestSteeringFailover's player starts once relay-na's
+// manifest lists this many segments (8 s of 2 s segments: more than the 5 s
+// a steered MPD asks dash.js to stay behind).
+const warmSegments = 4
+
+// segmentsListed is the number of segments of the first SegmentTimeline of
+// the DASH manifest at url (0 when it cannot be read).
+func segmentsListed(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var mpd struct {
+		Periods []struct {
+			Sets []struct {
+				Template struct {
+					S []struct {
+						R int `xml:"r,attr"`
+					} `xml:"SegmentTimeline>S"`
+				} `xml:"SegmentTemplate"`
+			} `xml:"AdaptationSet"`
+		} `xml:"Period"`
+	}
+	if err := xml.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&mpd); err != nil {
+		return 0
+	}
+	n := 0
+	for _, p := range mpd.Periods {
+		for _, set := range p.Sets {
+			m := 0
+			for _, s := range set.Template.S {
+				m += 1 + max(s.R, 0)
+			}
+			n = max(n, m)
+		}
+	}
+	return n
+}
+
 // dashConfig is the dash.js settings of the failover run: none, unless
 // RELAYMESH_FAILOVER_DASH_DEBUG asks for its debug log on the console.
 func dashConfig() string {
@@ -131,7 +172,8 @@ func dashConfig() string {
 // Chromium play through /play from another origin and land on relay-na;
 // relay-na is killed with SIGKILL: the player fetches from another server
 // of the steering answer (hls.js goes on with no stall over 3 s), the
-// redirector stops naming relay-na within 3 s and the steering answer
+// redirector stops naming relay-na within 1 s (3 s is the issue's bound;
+// its NATS disconnect makes it milliseconds) and the steering answer
 // drops it.
 func TestSteeringFailover(t *testing.T) {
 	requireTool(t, "ffmpeg")
@@ -209,8 +251,16 @@ func TestSteeringFailover(t *testing.T) {
 			waitLive(t, primary, "live", strings.TrimPrefix(stream, "live/"))
 			c.buildDemand(stream, []string{ipUS, ipJP}, "relay-na", "relay-as")
 
-			// The other servers have viewers of their own (their packagers
-			// are warm, as on a relay that serves anybody).
+			// Every server has viewers of its own (their packagers are
+			// warm, as on a relay that serves anybody), relay-na too, and
+			// the player starts once relay-na lists warmSegments: a
+			// packager that starts with the player has a segment or two,
+			// and dash.js then starts at the live edge instead of
+			// suggestedPresentationDelay behind it and stalls for the next
+			// segment every segment (1.8–2.3 s at worst in the first 6 s
+			// of play in every run so, docs/hls-dash.md): that stall is the
+			// cold start's, not the failover's, and it ran into the window
+			// measured after the kill.
 			actx, stopAudience := context.WithCancel(ctx)
 			defer stopAudience()
 			file := "/hls/" + stream + "/index.m3u8"
@@ -219,6 +269,10 @@ func TestSteeringFailover(t *testing.T) {
 			}
 			go httpAudience(actx, "http://"+as.http+file)
 			go httpAudience(actx, "http://"+primary.http+file)
+			go httpAudience(actx, "http://"+na.http+file)
+			waitFor(t, "relay-na's packager warm", 30*time.Second, func() bool {
+				return segmentsListed("http://"+na.http+"/dash/"+stream+"/manifest.mpd") >= warmSegments
+			})
 
 			// The kill: SIGKILL relay-na, then time the redirector.
 			var killedAt time.Time
@@ -246,7 +300,7 @@ func TestSteeringFailover(t *testing.T) {
 							outOfRotation <- time.Since(killedAt)
 							return
 						}
-						time.Sleep(50 * time.Millisecond)
+						time.Sleep(10 * time.Millisecond) // the resolution of the figure
 					}
 					outOfRotation <- -1
 				}()
@@ -303,6 +357,11 @@ func TestSteeringFailover(t *testing.T) {
 			if r.After.Advanced < r.After.Seconds/2 {
 				t.Errorf("after the kill currentTime advanced %.1f s in %.0f s", r.After.Advanced, r.After.Seconds)
 			}
+			// Killed, its NATS connection closes with it: the
+			// redirector hears so from the NATS server and finds
+			// nothing listening at relay-na's address
+			// (topology/redirector/disconnect.go); it does not wait for
+			// the heartbeat timeout (1.5 s).
 			d := <-outOfRotation
 			if tc.drain && d > time.Second {
 				t.Errorf("the redirector named the draining relay-na for %v", d)
@@ -310,8 +369,8 @@ func TestSteeringFailover(t *testing.T) {
 			switch {
 			case d < 0:
 				t.Errorf("the redirector still names relay-na 10 s after its death")
-			case d > 3*time.Second:
-				t.Errorf("the redirector named relay-na for %v after its death, want ≤ 3 s", d)
+			case d > time.Second:
+				t.Errorf("the redirector named relay-na for %v after its death, want ≤ 1 s (its NATS disconnect)", d)
 			default:
 				t.Logf("the redirector stopped naming relay-na %v after its death", d.Round(time.Millisecond))
 			}

@@ -72,6 +72,11 @@ func StartEmbedded(cfg EmbeddedConfig, log *slog.Logger) (*Embedded, error) {
 		srv.Shutdown()
 		return nil, errors.New("bus: embedded server did not become ready")
 	}
+	// Its clients see each other's disconnects at once (disconnect.go).
+	if err := ImportDisconnects(srv); err != nil {
+		srv.Shutdown()
+		return nil, err
+	}
 	if log != nil {
 		log.Info("embedded NATS server ready", "url", srv.ClientURL(), "store", cfg.StoreDir, "listening", cfg.Listen != "")
 	}

@@ -14,11 +14,16 @@ import (
 // a relay that dies without a word is out of rotation within AliveTimeout
 // and a tenth (1.65 s by default) instead of the status TTL (10 s). A
 // relay that says goodbye (it stops on purpose) or removes its status is
-// out at once; one that starts draining is drained at once. The primary is
+// out at once; one that starts draining is drained at once. One whose
+// process dies is out as soon as its NATS server notices the closed
+// connection and its listener refuses (disconnect.go). The primary is
 // always up.
 
 // liveLocked reports whether rs is up at now; r.mu is held.
 func (r *Redirector) liveLocked(rs *relayState, now time.Time) bool {
+	if !rs.gone.IsZero() {
+		return false // its process is gone until its listener answers (disconnect.go)
+	}
 	if !rs.bye.IsZero() && !rs.alive.After(rs.byeSeen) {
 		return false
 	}
@@ -61,6 +66,9 @@ func (r *Redirector) onAlive(a bus.Alive, now time.Time) {
 		rs.bye, rs.byeSeen = a.Time, now
 	} else {
 		rs.alive = now
+		if !rs.gone.IsZero() {
+			r.reviveLocked(id, rs)
+		}
 	}
 	wasUp := rs.up
 	rs.up = r.liveLocked(rs, now)

@@ -41,6 +41,8 @@ var (
 		"Viewers told to retry later (503) because every server was full.", nil, nil)
 	descSteered = prometheus.NewDesc("relaymesh_redirector_steering_answers_total",
 		"Content steering manifests served to HLS and DASH players.", nil, nil)
+	descDisconnects = prometheus.NewDesc("relaymesh_redirector_relay_disconnects_total",
+		"Relays' NATS disconnects seen, by what their listener said: gone (refused: out of rotation at once), alive (answered), unknown (no answer: the heartbeat timeout decides), unprobed (no address, or too many probes in flight).", []string{"outcome"}, nil)
 	descDemandDropped = prometheus.NewDesc("relaymesh_redirector_demand_dropped_total",
 		"Demand messages dropped because the bus queue was full.", nil, nil)
 )
@@ -56,6 +58,7 @@ func (c redirCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descFull
 	ch <- descDemandDropped
 	ch <- descSteered
+	ch <- descDisconnects
 }
 
 func (c redirCollector) Collect(ch chan<- prometheus.Metric) {
@@ -73,4 +76,22 @@ func (c redirCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descFull, prometheus.CounterValue, float64(a.full.Load()))
 	ch <- prometheus.MustNewConstMetric(descDemandDropped, prometheus.CounterValue, float64(c.r.dropped.Load()))
 	ch <- prometheus.MustNewConstMetric(descSteered, prometheus.CounterValue, float64(a.steered.Load()))
+	for o, name := range outcomeLabel {
+		ch <- prometheus.MustNewConstMetric(descDisconnects, prometheus.CounterValue, float64(c.r.disconnects.n[o].Load()), name)
+	}
 }
+
+// Outcomes of a relay's disconnect (disconnect.go).
+const (
+	outcomeGone = iota
+	outcomeAlive
+	outcomeUnknown
+	outcomeUnprobed
+	numOutcomes
+)
+
+var outcomeLabel = [numOutcomes]string{"gone", "alive", "unknown", "unprobed"}
+
+type disconnectCounts struct{ n [numOutcomes]atomic.Uint64 }
+
+func (d *disconnectCounts) add(o int) { d.n[o].Add(1) }

@@ -97,6 +97,10 @@ type relayState struct {
 	alive   time.Time
 	bye     time.Time // relay's clock
 	byeSeen time.Time // local clock
+	// gone: when its process was found gone after its NATS connection
+	// closed (disconnect.go); probing: its listener is being asked.
+	gone    time.Time
+	probing bool
 }
 
 type demandKey struct {
@@ -131,6 +135,14 @@ type Redirector struct {
 	dropped atomic.Uint64
 
 	answers answers
+
+	// Disconnects (disconnect.go): how a relay's listener is asked, the
+	// probes in flight, their outcomes, and Run's context for them.
+	probe       func(ctx context.Context, addr string) probeResult
+	probeSem    chan struct{}
+	probeWG     sync.WaitGroup
+	disconnects disconnectCounts
+	runCtx      atomic.Pointer[context.Context]
 }
 
 // New returns a redirector. conn may be nil: it then answers from the graph
@@ -177,7 +189,7 @@ func New(cfg Config, conn *bus.Conn, log *slog.Logger) (*Redirector, error) {
 	r := &Redirector{cfg: cfg, conn: conn, log: log.With("component", "redirector"), matcher: m,
 		mesh:   placement.New(cfg.Graph, cfg.Placement),
 		relays: map[placement.ServerID]*relayState{}, placements: map[string]bus.Placement{}, opening: map[string][]placement.ServerID{},
-		demand: map[demandKey]demandVal{}}
+		demand: map[demandKey]demandVal{}, probe: dialProbe, probeSem: make(chan struct{}, maxProbes)}
 	r.rnd.New = func() any { return mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64())) }
 	// Relays are not sent viewers until they report; the primary is always
 	// up. Not reported yet is not down: it displaced no viewer.
@@ -198,6 +210,8 @@ func (r *Redirector) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
+	r.runCtx.Store(&ctx)
+	defer r.probeWG.Wait()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	pub := bus.NewPublisher(r.conn.NC, 64)
@@ -218,6 +232,14 @@ func (r *Redirector) Run(ctx context.Context) error {
 		return err
 	}
 	defer ssub.Unsubscribe()
+	// A relay's NATS connection that closes is announced at once
+	// (disconnect.go); on a cluster that does not import the advisories
+	// into this account, nothing comes and the heartbeats decide alone.
+	dsub, err := r.conn.NC.Subscribe(bus.DisconnectWildcard, r.onDisconnectMsg)
+	if err != nil {
+		return err
+	}
+	defer dsub.Unsubscribe()
 	t := time.NewTicker(r.cfg.DemandInterval)
 	defer t.Stop()
 	// Liveness is checked ten times per timeout, so a dead relay is out
@@ -324,6 +346,9 @@ func (r *Redirector) onStatus(s bus.Status) {
 		return // a status from before its goodbye
 	}
 	rs.status, rs.at = s, now
+	if !rs.gone.IsZero() {
+		r.reviveLocked(id, rs)
+	}
 	up := r.liveLocked(rs, now)
 	rs.up = up
 	r.mu.Unlock()

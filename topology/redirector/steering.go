@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/relaymesh/relaymesh/topology/graph"
@@ -166,7 +167,7 @@ func (r *Redirector) steer(w http.ResponseWriter, req *http.Request) {
 		prio = append(prio, r.mesh.Server(id).ID)
 	}
 	if proto == "dash" {
-		m.PathwayClones = r.dashClones(ids, baseID, baseOK)
+		m.PathwayClones = r.dashClones(ids, r.dashBases(baseID, baseOK, req.URL.Query().Get("_DASH_pathway")))
 	}
 	for _, id := range ids {
 		srv := r.mesh.Server(id)
@@ -203,27 +204,64 @@ func (r *Redirector) steer(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, http.StatusOK, m)
 }
 
-// dashClones are the PATHWAY-CLONES of a DASH answer: every server of ids
-// as a clone of the base and of each other server of ids (HOST
-// http://host:port). dash.js asks again with the RELOAD-URI of its first
+// dashClones are the PATHWAY-CLONES of a DASH answer (HOST
+// http://host:port), for the servers of ids in their order: each server of
+// ids is a clone of each server before it, and of every server the player
+// may still have an MPD from that is not in ids (the base it started on,
+// the service locations its request reports in _DASH_pathway: a relay that
+// died or drains). dash.js asks again with the RELOAD-URI of its first
 // answer, which names the base it started on, while the MPDs it refreshes
 // come from the server it moved to: a clone per possible base lets it
-// synthesize the other servers' BaseURLs from whichever MPD it has.
-func (r *Redirector) dashClones(ids []placement.ServerID, base placement.ServerID, baseOK bool) []pathwayClone {
-	bases := ids
-	if baseOK && !slices.Contains(ids, base) {
-		bases = append([]placement.ServerID{base}, ids...)
-	}
+// synthesize the other servers' BaseURLs from whichever MPD it has. No
+// server is a clone of one after it: an MPD comes from the first server of
+// the redirector's answer at the time (steerManifest), and a player whose
+// steering answer is older (a TTL) then stays on the MPD's server instead
+// of going back to one the redirector has since dropped. That is what
+// moves dash.js off a dead relay at its first manifest refresh after the
+// death (about a second), even when its steering answer still names it.
+func (r *Redirector) dashClones(ids []placement.ServerID, gone []placement.ServerID) []pathwayClone {
 	var out []pathwayClone
-	for _, b := range bases {
-		for _, id := range ids {
-			if id == b {
-				continue
-			}
+	add := func(b placement.ServerID, to []placement.ServerID) {
+		for _, id := range to {
 			_, httpAddr := r.addrs(id)
 			c := pathwayClone{BaseID: r.mesh.Server(b).ID, ID: r.mesh.Server(id).ID}
 			c.URIReplacement.Host = "http://" + httpAddr
 			out = append(out, c)
+		}
+	}
+	for _, b := range gone {
+		if !slices.Contains(ids, b) {
+			add(b, ids)
+		}
+	}
+	for i, b := range ids {
+		add(b, ids[i+1:])
+	}
+	return out
+}
+
+// maxReportedPathways bounds the service locations of _DASH_pathway taken
+// as bases (dashClones).
+const maxReportedPathways = 4
+
+// dashBases are the servers a DASH player may have an MPD from: base (when
+// known) and the service locations of its _DASH_pathway ("a,b", quoted),
+// once each.
+func (r *Redirector) dashBases(base placement.ServerID, baseOK bool, reported string) []placement.ServerID {
+	var out []placement.ServerID
+	if baseOK {
+		out = append(out, base)
+	}
+	reported = strings.Trim(reported, `"`)
+	for n, p := range strings.Split(reported, ",") {
+		if n == maxReportedPathways {
+			break
+		}
+		if !validPathway(p) {
+			continue
+		}
+		if id, ok := r.mesh.ServerByID(p); ok && !slices.Contains(out, id) {
+			out = append(out, id)
 		}
 	}
 	return out

@@ -106,9 +106,11 @@ func TestSteeringDASH(t *testing.T) {
 	if len(m.ServicePriority) != 3 || m.ServicePriority[0] != "relay-na" || !slices.Equal(m.PathwayPriority, m.ServicePriority) {
 		t.Fatalf("priority %+v", m)
 	}
-	// Every server as a clone of every other: dash.js keeps asking with
-	// the first answer's RELOAD-URI (base=relay-na) after it moved to
-	// another server, whose MPD's BaseURL is the base it can clone.
+	// Each server a clone of each one before it: dash.js keeps asking
+	// with the first answer's RELOAD-URI (base=relay-na) after it moved
+	// to another server, whose MPD's BaseURL is the base it can clone;
+	// never of one after it (a player with an older answer stays on the
+	// server of its newer MPD).
 	clones := map[[2]string]string{}
 	for _, c := range m.PathwayClones {
 		clones[[2]string{c.BaseID, c.ID}] = c.URIReplacement.Host
@@ -116,9 +118,29 @@ func TestSteeringDASH(t *testing.T) {
 			t.Errorf("a DASH clone with HLS URIs: %+v", c)
 		}
 	}
-	if len(clones) != 6 || clones[[2]string{"relay-na", "relay-as"}] != "http://127.0.0.1:40001" ||
-		clones[[2]string{"primary", "relay-as"}] != "http://127.0.0.1:40001" || clones[[2]string{"relay-as", "relay-na"}] == "" {
-		t.Errorf("clones %v", clones)
+	p := m.PathwayPriority
+	if len(clones) != 3 || clones[[2]string{p[0], p[1]}] == "" || clones[[2]string{p[0], p[2]}] == "" || clones[[2]string{p[1], p[2]}] == "" {
+		t.Errorf("clones %v of %v", clones, p)
+	}
+	if clones[[2]string{"relay-na", "relay-as"}] != "http://127.0.0.1:40001" {
+		t.Errorf("relay-as's clone %v", clones)
+	}
+	// relay-na died: out of the answer; the base it started on and the
+	// service locations the player reports are bases of every server left.
+	id, _ := r.mesh.ServerByID("relay-na")
+	r.markDown(id, "test")
+	m = steering(t, r.Handler(), "/steer/dash/live/a?base=relay-na&ip=198.51.100.10&_DASH_pathway=%22relay-na,relay-eu,nobody%22")
+	if slices.Contains(m.PathwayPriority, "relay-na") || len(m.PathwayPriority) != 2 {
+		t.Fatalf("priority after relay-na died: %v", m.PathwayPriority)
+	}
+	clones = map[[2]string]string{}
+	for _, c := range m.PathwayClones {
+		clones[[2]string{c.BaseID, c.ID}] = c.URIReplacement.Host
+	}
+	p = m.PathwayPriority
+	if len(clones) != 5 || clones[[2]string{p[0], p[1]}] == "" || clones[[2]string{"relay-na", p[0]}] == "" || clones[[2]string{"relay-na", p[1]}] == "" ||
+		clones[[2]string{"relay-eu", p[0]}] == "" || clones[[2]string{"relay-eu", p[1]}] == "" {
+		t.Errorf("clones %v of %v", clones, p)
 	}
 }
 
