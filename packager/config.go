@@ -96,6 +96,12 @@ type Config struct {
 	// MaxViewersTracked bounds the viewer table of one stream (default 100000);
 	// beyond it new clients are served but not counted.
 	MaxViewersTracked int
+	// DASHStartAtOnce serves the first MPD of a young stream as soon as it
+	// has a complete segment. By default that request waits (at most two
+	// MaxWait) until the stream's segments cover the
+	// suggestedPresentationDelay the MPD asks for: a player given less
+	// starts at the live edge and stalls for every next segment.
+	DASHStartAtOnce bool
 	// PublicBaseURL, when set (e.g. "https://relay.example.net"), is the base
 	// of the time URL written into DASH manifests; by default it is derived
 	// from the request.

@@ -123,7 +123,7 @@ func (st *stream) renderMPD(base, dir string, number bool) ([]byte, error) {
 		mpd.AvailabilityStartTime = m.DateTime(ast.UTC().Format("2006-01-02T15:04:05.000Z"))
 		mpd.MinimumUpdatePeriod = dur(segMin)
 		mpd.TimeShiftBufferDepth = dur(window)
-		mpd.SuggestedPresentationDelay = dur(max(3*segMin, 2*st.segMax))
+		mpd.SuggestedPresentationDelay = dur(dashDelay(segMin, st.segMax))
 		if number {
 			numberDelays(mpd, st.seg.kept(), st.segMax)
 		}
@@ -236,6 +236,13 @@ func (st *stream) period(sess *session, segs []*segment, number bool) *m.Period 
 // lowLatency reports whether the manifest is low-latency DASH: the app asks
 // for it, its segments are written in chunks (low-latency HLS parts) and
 // the stream has not ended; st.mu is held.
+// dashDelay is how far behind the live edge an MPD asks players to play
+// (suggestedPresentationDelay): three of the shortest segments, or two of
+// the longest seen, whichever is more.
+func dashDelay(segMin, segMax time.Duration) time.Duration {
+	return max(3*segMin, 2*segMax)
+}
+
 func (st *stream) lowLatency() bool {
 	return st.app_.LowLatencyDASH && st.app_.HLS == HLSLowLatency && !st.ended
 }

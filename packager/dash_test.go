@@ -9,6 +9,7 @@ import (
 	"time"
 
 	m "github.com/Eyevinn/dash-mpd/mpd"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/relaymesh/relaymesh/internal/av"
 )
 
@@ -262,5 +263,63 @@ func TestManifestDirKeepsRequestPath(t *testing.T) {
 		if got := manifestDir(r, "live", "cam"); got != c.want {
 			t.Errorf("%q: %q, want %q", c.uri, got, c.want)
 		}
+	}
+}
+
+// TestDASHStartWaitsForWindow: the first MPD request of a young stream
+// waits until its segments cover the suggestedPresentationDelay the MPD
+// asks for (two 2 s segments for 4 s), so that a player can start that far
+// behind the live edge instead of at it.
+func TestDASHStartWaitsForWindow(t *testing.T) {
+	src := newPushSource()
+	p, err := New(src, Config{Logger: discardLogger(), Registerer: prometheus.NewRegistry(), MaxWait: 10 * time.Second, EndGrace: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p.Handler())
+	t.Cleanup(func() { srv.Close(); p.Close() })
+	type answer struct {
+		status int
+		body   []byte
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, err := http.Get(srv.URL + "/dash/live/test/manifest.mpd")
+		if err != nil {
+			got <- answer{}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got <- answer{resp.StatusCode, b}
+	}()
+	sub := src.current(t)
+	sub.push(synthGOPs(0, 1, true)...)
+	sub.push(video(2000, keyframe(5000))) // one complete segment: 2 s
+	select {
+	case a := <-got:
+		t.Fatalf("answered with one segment of 2 s (delay 4 s): %d\n%s", a.status, a.body)
+	case <-time.After(500 * time.Millisecond):
+	}
+	sub.push(synthGOPs(2000, 1, false)[1:]...)
+	sub.push(video(4000, keyframe(5000))) // two: 4 s
+	var a answer
+	select {
+	case a = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no MPD once the window covered the delay")
+	}
+	mpd, err := m.MPDFromBytes(a.body)
+	if err != nil || a.status != 200 {
+		t.Fatalf("%d %v\n%s", a.status, err, a.body)
+	}
+	if mpd.Type == nil || *mpd.Type != "dynamic" || mpd.SuggestedPresentationDelay == nil {
+		t.Fatalf("not a live MPD with a delay:\n%s", a.body)
+	}
+	if d := time.Duration(*mpd.SuggestedPresentationDelay); d != 4*time.Second {
+		t.Fatalf("suggestedPresentationDelay %v, want 4s", d)
+	}
+	if window := time.Duration(*mpd.TimeShiftBufferDepth); window < 4*time.Second {
+		t.Fatalf("window %v listed, below the delay", window)
 	}
 }

@@ -44,6 +44,9 @@ func waitUntil(t testing.TB, what string, cond func() bool) {
 func testServer(t *testing.T, cfg Config, setup ...func(*http.Server)) (*Packager, *pushSource, *httptest.Server) {
 	t.Helper()
 	src := newPushSource()
+	// The tests' streams are a segment or two: their MPDs come at once
+	// (TestDASHStartWaitsForWindow checks the wait).
+	cfg.DASHStartAtOnce = true
 	if cfg.Logger == nil {
 		cfg.Logger = discardLogger()
 	}

@@ -40,6 +40,32 @@ func waitError(w http.ResponseWriter, err error) {
 // hasComplete reports whether a playlist can be made; st.mu is held.
 func (st *stream) hasComplete() bool { return len(st.seg.complete()) > 0 }
 
+// dashWindowReady reports whether an MPD can be made that a player can
+// start from: its complete segments cover the suggestedPresentationDelay
+// it asks for (see dashDelay), or it is low-latency DASH (whose players
+// aim at its latency target, not at that delay). A player given the MPD
+// of a young stream, a segment or two, starts at the live edge instead of
+// the delay behind it and stalls for every next segment (dash.js did, 2 s
+// at a time, on a relay whose packager started with it), so the first
+// request for the MPD of a stream waits until the window covers the delay
+// (at most two MaxWait, then it gets what there is); st.mu is held.
+func (st *stream) dashWindowReady() bool {
+	segs := st.seg.complete()
+	if len(segs) == 0 {
+		return false
+	}
+	if st.lowLatency() {
+		return true
+	}
+	var window, longest time.Duration
+	for _, seg := range segs {
+		d := time.Duration(seg.dur) * time.Millisecond
+		window += d
+		longest = max(longest, d)
+	}
+	return window >= dashDelay(st.p.cfg.SegmentMinDuration, max(st.segMax, longest))
+}
+
 func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req fileReq) {
 	msn, part, blocking, err := blockingParams(r)
 	if err != nil {
@@ -61,7 +87,19 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 		}
 		st.mu.Unlock()
 	}
-	if err := st.waitFor(r.Context(), cond); err != nil && !(errors.Is(err, errEnded) && st.hasComplete()) {
+	if req.kind == fileManifest && !st.p.cfg.DASHStartAtOnce {
+		cond = st.dashWindowReady
+	}
+	err = st.waitFor(r.Context(), cond)
+	if req.kind == fileManifest && !st.p.cfg.DASHStartAtOnce && errors.Is(err, context.DeadlineExceeded) {
+		// A young stream: its window may take two waits to cover the
+		// delay; past them, what there is.
+		st.mu.Unlock()
+		if err = st.waitFor(r.Context(), cond); errors.Is(err, context.DeadlineExceeded) && st.hasComplete() {
+			err = nil
+		}
+	}
+	if err != nil && !(errors.Is(err, errEnded) && st.hasComplete()) {
 		// An ended stream answers blocking reloads at once, with its last
 		// playlist (EXT-X-ENDLIST).
 		st.mu.Unlock()

@@ -34,6 +34,9 @@ type browserRun struct {
 	Play                  *struct {
 		Advanced   float64 `json:"advanced"`
 		MaxStallMs int     `json:"maxStallMs"`
+		Latency    struct {
+			P50 float64 `json:"p50"`
+		} `json:"latency"`
 	} `json:"play"`
 	Throttle *struct {
 		Advanced     float64       `json:"advanced"`
