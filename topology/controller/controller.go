@@ -387,6 +387,14 @@ func (c *Controller) committedNow(s *stream, v graph.VertexID) float32 {
 // distance to the server the viewers were given (distance.Inf when none
 // could take them). It appends the relays to open.
 func (c *Controller) Demand(now time.Time, id int, v graph.VertexID, n float64, nearest float32, dst []Decision) []Decision {
+	return c.demand(now, id, v, n, 0, nearest, dst)
+}
+
+// demand is Demand with full of the n requests turned away (no server
+// could take them). Those viewers wait and ask again: the scaler counts
+// them as waiting in their region (Scaler.UnservedAt), and they are no
+// pressure at their location (each retry would count again).
+func (c *Controller) demand(now time.Time, id int, v graph.VertexID, n, full float64, nearest float32, dst []Decision) []Decision {
 	if id < 0 || id >= len(c.byID) || v < 0 || int(v) >= c.g.NumVertices() {
 		return dst
 	}
@@ -402,7 +410,7 @@ func (c *Controller) Demand(now time.Time, id int, v graph.VertexID, n float64, 
 		}
 		dst = c.open(now, s, sd, dst)
 	}
-	return c.pressure(now, s, v, n, dst)
+	return c.pressure(now, s, v, n-full, dst)
 }
 
 // open records a new relay and appends its Open decision.

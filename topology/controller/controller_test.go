@@ -352,3 +352,41 @@ func TestServersBackPlacedAsTheirViewersNeed(t *testing.T) {
 		}
 	}
 }
+
+// Requests turned away (no server could take them) build no pressure: the
+// viewers wait and ask again, every retry one more request, and the scaler
+// counts them as waiting in their region instead. The same requests
+// served farther away open a relay.
+func TestTurnedAwayRequestsAreNoPressure(t *testing.T) {
+	for _, full := range []bool{true, false} {
+		g, err := graph.World(
+			graph.Server{ID: "p", Location: "eu", Role: graph.RolePrimary, CapacityViewers: 1000},
+			graph.Server{ID: "in-1", Location: "IN", CapacityViewers: 10},
+			graph.Server{ID: "in-2", Location: "IN", CapacityViewers: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := New(Config{}, g)
+		id, _ := c.Stream("live/a")
+		in1 := server(t, g, "in-1")
+		if !c.Adopt(t0, in1, id, g.Primary(), Serving, t0) {
+			t.Fatal("adopt")
+		}
+		c.Status(t0, in1, []Load{{Stream: "live/a", Viewers: 9}}, nil) // below 0.95 × 10
+		c.Status(t0, g.Primary(), nil, nil)
+		if ds := c.Tick(t0, nil); len(ds) != 0 {
+			t.Fatalf("tick: %v", ds)
+		}
+		var ds []Decision
+		for i := range 10 { // two viewers, asking again every second
+			e := Event{Time: t0.Add(time.Duration(i) * time.Second), Kind: EvDemand, Stream: "live/a", Vertex: vertex(t, g, "IN"), N: 2, Nearest: 0}
+			if full {
+				e.Full = 2
+			}
+			ds = c.Apply(e, ds)
+		}
+		if full != (len(ds) == 0) {
+			t.Errorf("turned away %v: decisions %v", full, ds)
+		}
+	}
+}

@@ -61,10 +61,12 @@ func (c *Controller) Apply(e Event, dst []Decision) []Decision {
 		if e.Nearest < 0 {
 			nearest = distance.Inf
 		}
+		full := 0.0
 		if e.Full > 0 {
-			c.scaler.Unserved(id, min(e.Full, e.N))
+			full = min(e.Full, e.N)
+			c.scaler.UnservedAt(id, e.Vertex, full)
 		}
-		return c.Demand(e.Time, id, e.Vertex, e.N, nearest, dst)
+		return c.demand(e.Time, id, e.Vertex, e.N, full, nearest, dst)
 	case EvStatus:
 		return c.Status(e.Time, e.Server, e.Loads, dst)
 	case EvReady:

@@ -141,10 +141,11 @@ func TestDrainKeepsRegularViewersOffTheReserve(t *testing.T) {
 	}
 }
 
-// Margin scales the predicted growth a group provisions for.
+// Margin scales the predicted growth a group provisions for while that
+// growth steepens; a steady ramp takes its growth as predicted.
 func TestMarginProvisionsForMoreGrowth(t *testing.T) {
 	g := testGraph(t)
-	opened := func(margin float64) int {
+	opened := func(margin float64, loads []float64) int {
 		c := cfg()
 		c.Margin = margin
 		s := New(c, g)
@@ -152,9 +153,8 @@ func TestMarginProvisionsForMoreGrowth(t *testing.T) {
 		d, _ := s.OpenAt(at(0), 0, de, "demand")
 		s.Ready(d.Server, 0)
 		n := 0
-		// 10 viewers/s on one relay: 40 predicted 4 s ahead of 30.
-		for x := 1.0; x <= 3; x++ {
-			for _, o := range s.Evaluate(at(2*x), []Sample{{Server: d.Server, Stream: 0, Viewers: 20 * x}}, nil) {
+		for i, v := range loads {
+			for _, o := range s.Evaluate(at(2*float64(i+1)), []Sample{{Server: d.Server, Stream: 0, Viewers: v}}, nil) {
 				if o.Action == ActionOpen {
 					n++
 					if !strings.Contains(o.Reason, "× the growth") {
@@ -165,10 +165,17 @@ func TestMarginProvisionsForMoreGrowth(t *testing.T) {
 		}
 		return n
 	}
-	// 60 + 1 × 40 = 100 over one relay (80): one more; 60 + 3 × 40 = 180:
-	// two more.
-	if a, b := opened(1), opened(3); a != 1 || b != 2 {
-		t.Fatalf("opened %d with margin 1, %d with margin 3; want 1 and 2", a, b)
+	// Steepening, 10, 30, 60: the growth predicted 4 s ahead is 50 (no
+	// faster than the last two samples' 12.5/s); 60 + 1 × 50 = 110 over
+	// one relay (80): one more; 60 + 3 × 50 = 210: two more.
+	steep := []float64{10, 30, 60}
+	if a, b := opened(1, steep), opened(3, steep); a != 1 || b != 2 {
+		t.Fatalf("steepening: opened %d with margin 1, %d with margin 3; want 1 and 2", a, b)
+	}
+	// Steady, 10 viewers/s: 60 + 40 = 100 whatever the margin: one more.
+	steady := []float64{20, 40, 60}
+	if a, b := opened(1, steady), opened(3, steady); a != 1 || b != 1 {
+		t.Fatalf("steady: opened %d with margin 1, %d with margin 3; want 1 and 1", a, b)
 	}
 }
 

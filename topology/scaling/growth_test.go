@@ -179,3 +179,53 @@ func TestFallingLoadDrainsToItsPrediction(t *testing.T) {
 		t.Fatalf("drains %v, want two, falling to 55", drains)
 	}
 }
+
+// Viewers turned away count in the load of their own region: DE's relay
+// is full (80, the high watermark) and DE's viewers wait for a server, 20
+// more every round; eu's load is its relay's viewers and those waiting,
+// so eu grows and opens a relay, in eu. Counted only in the stream's
+// audience, eu's load stays at its relay's 80 and nothing opens there.
+func TestWaitingViewersAreTheirRegionsLoad(t *testing.T) {
+	for _, regional := range []bool{false, true} {
+		r := newGrowthRig(t)
+		r.s.cfg.RetryAfter = 2 * time.Second // every turned-away viewer asks once per round
+		de, _ := r.s.g.Vertex("DE")
+		var opens []Decision
+		for i := range 3 {
+			if regional {
+				r.s.UnservedAt(0, de, 20*float64(i))
+			} else {
+				r.s.Unserved(0, 20*float64(i))
+			}
+			opens = append(opens, r.step(float64(2*i+2), 80, 50, false)...)
+		}
+		switch {
+		case regional && (len(opens) == 0 || !strings.Contains(opens[0].Reason, "region eu")):
+			t.Errorf("DE's viewers waiting: opens %v, want one in eu", opens)
+		case !regional && len(opens) != 0:
+			t.Errorf("waiting counted in the stream only: opens %v, want none", opens)
+		}
+	}
+}
+
+// The requests turned away over a round, times RetryAfter over the round,
+// are the viewers waiting, also when the round is shorter than RetryAfter
+// (the orchestrator evaluates every second, a viewer turned away asks again
+// after 5 s): 60 viewers waiting ask 12 times a second, and eu's load is
+// its relay's 80 and those 60 (counted once a round, it would be 92).
+func TestWaitingViewersRetryingSlowly(t *testing.T) {
+	r := newGrowthRig(t)
+	r.s.cfg.RetryAfter = 5 * time.Second
+	r.s.cfg.Horizon = time.Second
+	de, _ := r.s.g.Vertex("DE")
+	var opens []Decision
+	for i := range 4 {
+		if i > 0 {
+			r.s.UnservedAt(0, de, 12)
+		}
+		opens = append(opens, r.step(float64(i+1), 80, 50, false)...)
+	}
+	if len(opens) == 0 || !strings.Contains(opens[0].Reason, "140 viewers now") {
+		t.Fatalf("opens %v, want them for 140 viewers (80 served, 60 waiting)", opens)
+	}
+}

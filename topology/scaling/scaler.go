@@ -33,9 +33,9 @@ type Config struct {
 	// the pause between two drains of a group. Default 10 s.
 	Hold time.Duration
 	// Margin multiplies the growth predicted over the horizon in the load
-	// a group provisions for: the prediction lags a ramp that steepens,
-	// and relays start in a spread of times. 1 provisions for the
-	// prediction alone. Default 1.35.
+	// a group provisions for while that growth steepens (the prediction
+	// lags a ramp that steepens); on a steady ramp the growth is taken
+	// as predicted. 1 provisions for the prediction alone. Default 1.35.
 	Margin float64
 	// Settle: a group drains no relay within this time of its latest
 	// opening (viewers are still moving onto the new relays, and the room
@@ -189,6 +189,7 @@ type group struct {
 	// the load predicted at the horizon, and the share of the predicted
 	// growth the stream's audience leaves it (capGrowth)
 	total, slope, accel, predicted, scale float64
+	waiting                               float64 // of total: the region's viewers turned away
 }
 
 // maxStreamPredictors bounds the per-stream audience predictors.
@@ -220,9 +221,14 @@ type Scaler struct {
 	// included) and that audience's predictor
 	strLoad map[int]float64
 	strPred map[int]*Predictor
-	// per stream: requests no server could take since the last Evaluate
-	unserved map[int]float64
-	lastEval time.Time
+	// per stream, and per stream and region of the viewers: requests no
+	// server could take since the last Evaluate
+	unserved  map[int]float64
+	unservedR map[groupKey]float64
+	lastEval  time.Time
+	// waitShare turns the requests turned away over this round into the
+	// viewers waiting (RetryAfter over the round's length)
+	waitShare float64
 }
 
 // New returns a scaler for the servers of g.
@@ -247,6 +253,7 @@ func New(cfg Config, g *graph.Graph) *Scaler {
 		strLoad:    map[int]float64{},
 		strPred:    map[int]*Predictor{},
 		unserved:   map[int]float64{},
+		unservedR:  map[groupKey]float64{},
 	}
 	for i, sv := range g.Servers() {
 		s.capacity[i] = float64(sv.CapacityViewers)
@@ -510,6 +517,21 @@ func (s *Scaler) Unserved(stream int, n float64) {
 	}
 }
 
+// UnservedAt is Unserved for requests from viewers at loc: they are also
+// part of the load of loc's region (a group's load is its relays' viewers
+// and its region's viewers waiting). A region whose relays are full sees
+// its load rise while its viewers wait for a server, not as a burst when
+// they all land on the relays that become ready.
+func (s *Scaler) UnservedAt(stream int, loc graph.VertexID, n float64) {
+	if !(n > 0) || math.IsInf(n, 0) {
+		return
+	}
+	s.unserved[stream] += n
+	if loc >= 0 && int(loc) < s.g.NumVertices() {
+		s.unservedR[groupKey{stream, s.g.Region(loc)}] += n
+	}
+}
+
 // SetHorizon changes how far ahead load is predicted (the controller
 // matches it to the relays' measured start-up time).
 func (s *Scaler) SetHorizon(h time.Duration) {
@@ -608,6 +630,15 @@ func (s *Scaler) Evaluate(now time.Time, samples []Sample, dst []Decision) []Dec
 		round = now.Sub(s.lastEval).Seconds()
 	}
 	s.lastEval = now
+	// Each viewer turned away asks again every RetryAfter: the requests
+	// turned away over the round, times RetryAfter over the round's length,
+	// are the viewers waiting, whether the round is longer than RetryAfter
+	// or shorter (the orchestrator evaluates every second, the redirector
+	// answers Retry-After: 5).
+	s.waitShare = 0
+	if round > 0 {
+		s.waitShare = s.cfg.RetryAfter.Seconds() / round
+	}
 	for id, v := range s.strLoad {
 		p := s.strPred[id]
 		if p == nil {
@@ -617,10 +648,7 @@ func (s *Scaler) Evaluate(now time.Time, samples []Sample, dst []Decision) []Dec
 			p = NewPredictor(s.cfg.Window)
 			s.strPred[id] = p
 		}
-		if round > 0 {
-			v += s.unserved[id] * math.Min(1, s.cfg.RetryAfter.Seconds()/round)
-		}
-		p.Add(now, v)
+		p.Add(now, v+s.unserved[id]*s.waitShare)
 	}
 	for id := range s.strPred {
 		if _, ok := s.strLoad[id]; !ok {
@@ -632,6 +660,7 @@ func (s *Scaler) Evaluate(now time.Time, samples []Sample, dst []Decision) []Dec
 	}
 	s.capGrowth()
 	clear(s.unserved)
+	clear(s.unservedR)
 	for _, g := range s.order {
 		dst = s.evaluate(now, g, dst)
 	}
@@ -658,6 +687,9 @@ func (s *Scaler) prepare(now time.Time, g *group) {
 	for _, r := range g.relays {
 		total += r.viewers
 	}
+	// The region's viewers waiting for a server are its load too.
+	g.waiting = s.unservedR[g.key] * s.waitShare
+	total += g.waiting
 	g.total = total
 	g.pred.Add(now, total)
 	_, g.slope, g.accel = g.pred.Predict(s.cfg.Horizon)
@@ -715,6 +747,22 @@ func (s *Scaler) capGrowth() {
 	}
 }
 
+// steepenRatio: the growth steepens when the acceleration would raise the
+// slope by more than this share of it over the horizon.
+const steepenRatio = 0.05
+
+// steepening reports whether a load rising at slope with accel steepens
+// over horizon: then the prediction, fitted over the last samples, lags
+// the ramp and the provisioned load takes Margin times the growth. On a
+// steady ramp the prediction does not lag — a relay opened for the load
+// at the horizon is ready, on average, before that load comes (the
+// horizon is longer than the mean start-up time) — and the margin only
+// adds relays that the end of the ramp leaves empty for their minimum
+// lifetime.
+func steepening(slope, accel float64, horizon time.Duration) bool {
+	return slope > 0 && accel*horizon.Seconds() > steepenRatio*slope
+}
+
 func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 	capSum := 0.0
 	var active []*relay
@@ -746,12 +794,16 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 		}
 	}
 	total, slope, accel := g.total, g.slope, g.accel
-	// The load to provision for: now, plus Margin times the growth
-	// predicted over the horizon (at most the group's share of the
-	// stream's, capGrowth).
+	// The load to provision for: now, plus the growth predicted over the
+	// horizon (at most the group's share of the stream's, capGrowth), times
+	// Margin while the growth steepens (steepening).
 	growth := math.Max(0, g.predicted-total) * g.scale
 	pred := total + growth
-	want := total + s.cfg.Margin*growth
+	margin := 1.0
+	if steepening(slope, accel, s.cfg.Horizon) {
+		margin = s.cfg.Margin
+	}
+	want := total + margin*growth
 	n := len(active)
 	if n == 0 {
 		return dst
@@ -790,7 +842,10 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 				break
 			}
 			reason := fmt.Sprintf("stream %s in region %s: %.0f viewers now, %.0f predicted in %s (slope %+.1f/s, accel %+.2f/s²); %.0f with %.2g× the growth over %d relays is above the high watermark %.0f per relay: add relay %d of %d on %s",
-				s.name(g.key.stream), region, total, pred, s.cfg.Horizon, slope, accel, want, s.cfg.Margin, n, high, k+1, need, s.g.Servers()[m].ID)
+				s.name(g.key.stream), region, total, pred, s.cfg.Horizon, slope, accel, want, margin, n, high, k+1, need, s.g.Servers()[m].ID)
+			if g.waiting >= 0.5 {
+				reason += fmt.Sprintf(" (of the viewers now, %.0f wait for a server: they were turned away)", g.waiting)
+			}
 			if g.scale < 1 {
 				reason += fmt.Sprintf(" (the growth predicted from the region's load, %.0f, is scaled to its share of the stream's whole audience's, %.0f%%: viewers moving between regions are not growth)", g.predicted-total, 100*g.scale)
 			}
