@@ -36,7 +36,20 @@ func TestDASHColdStart(t *testing.T) {
 		}
 		runs = n
 	}
+	// By hand: RELAYMESH_COLD_PLAYER=hls for hls.js on index.m3u8, and
+	// RELAYMESH_COLD_CONFIG a player configuration (JSON).
+	player, config := "dash", "{}"
+	if os.Getenv("RELAYMESH_COLD_PLAYER") == "hls" {
+		player = "hls"
+	}
+	if c := os.Getenv("RELAYMESH_COLD_CONFIG"); c != "" {
+		config = c
+	}
 	m := startMesh(t, 1)
+	url := "http://" + m.r1.http + "/dash/live/cam/manifest.mpd"
+	if player == "hls" {
+		url = "http://" + m.r1.http + "/hls/live/cam/index.m3u8"
+	}
 	startPublisherGOP(t, m.publishURL(), time.Duration(runs)*75*time.Second, 2500, 50)
 	waitLive(t, m.primary, "live", "cam")
 	time.Sleep(5 * time.Second)
@@ -46,7 +59,7 @@ func TestDASHColdStart(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		out, err := exec.CommandContext(ctx, "node", filepath.Join(root, "packager", "browser", "run.mjs"),
-			"--url", "http://"+m.r1.http+"/dash/live/cam/manifest.mpd", "--player", "dash",
+			"--url", url, "--player", player, "--config", config,
 			"--play", "12", "--start-timeout", "30").Output()
 		cancel()
 		var r browserRun
