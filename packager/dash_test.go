@@ -301,7 +301,7 @@ func TestDASHStartWaitsForWindow(t *testing.T) {
 		t.Fatalf("answered with one segment of 2 s (delay 4 s): %d\n%s", a.status, a.body)
 	case <-time.After(500 * time.Millisecond):
 	}
-	sub.push(synthGOPs(2000, 1, false)[1:]...)
+	sub.push(afterKeyframe(synthGOPs(2000, 1, false))...)
 	sub.push(video(4000, keyframe(5000))) // two: 4 s
 	var a answer
 	select {
@@ -322,4 +322,76 @@ func TestDASHStartWaitsForWindow(t *testing.T) {
 	if window := time.Duration(*mpd.TimeShiftBufferDepth); window < 4*time.Second {
 		t.Fatalf("window %v listed, below the delay", window)
 	}
+}
+
+// TestDASHStartWaitsOnce: once a stream's MPD was served, later requests do
+// not wait for the window, even when it no longer covers the delay (a
+// segment longer than the others raised it).
+func TestDASHStartWaitsOnce(t *testing.T) {
+	src := newPushSource()
+	p, err := New(src, Config{Logger: discardLogger(), Registerer: prometheus.NewRegistry(), MaxWait: 10 * time.Second, EndGrace: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p.Handler())
+	t.Cleanup(func() { srv.Close(); p.Close() })
+	get := func() (int, time.Duration) {
+		start := time.Now()
+		resp, err := http.Get(srv.URL + "/dash/live/test/manifest.mpd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, time.Since(start)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); get() }()
+	sub := src.current(t)
+	sub.push(synthGOPs(0, 2, true)...)
+	sub.push(video(4000, keyframe(5000))) // two segments of 2 s: the 4 s delay covered
+	<-done
+	// A segment of 8 s: the delay the MPD asks for becomes 16 s, more than
+	// the window holds; the next request is answered at once all the same.
+	var long []*av.Frame
+	for _, f := range afterKeyframe(synthGOPs(4000, 4, false)) {
+		if f.Kind == av.KindVideo && f.Keyframe {
+			f = video(f.Timestamp, interframe(1500)) // one GOP of 8 s
+		}
+		long = append(long, f)
+	}
+	sub.push(long...)
+	sub.push(video(12000, keyframe(5000)))
+	waitPlaylist(t, srv.URL+"/hls/live/test/full.m3u8", "#EXTINF:8.0")
+	if status, took := get(); status != 200 || took > 2*time.Second {
+		t.Fatalf("second MPD request: %d after %v", status, took)
+	}
+}
+
+// afterKeyframe is frames without their first keyframe (the test pushed
+// it already, closing the segment before).
+func afterKeyframe(frames []*av.Frame) []*av.Frame {
+	for i, f := range frames {
+		if f.Kind == av.KindVideo && f.Keyframe {
+			return append(frames[:i:i], frames[i+1:]...)
+		}
+	}
+	return frames
+}
+
+// waitPlaylist polls a playlist until it contains want.
+func waitPlaylist(t *testing.T, url, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), want) {
+			return
+		}
+	}
+	t.Fatalf("%s never listed %q", url, want)
 }

@@ -48,13 +48,15 @@ func (st *stream) hasComplete() bool { return len(st.seg.complete()) > 0 }
 // the delay behind it and stalls for every next segment (dash.js did, 2 s
 // at a time, on a relay whose packager started with it), so the first
 // request for the MPD of a stream waits until the window covers the delay
-// (at most two MaxWait, then it gets what there is); st.mu is held.
+// (at most two MaxWait, then it gets what there is). Only the first: once
+// served so, later requests (a player's refreshes, whatever the window)
+// do not wait. st.mu is held.
 func (st *stream) dashWindowReady() bool {
 	segs := st.seg.complete()
 	if len(segs) == 0 {
 		return false
 	}
-	if st.lowLatency() {
+	if st.dashStarted || st.lowLatency() {
 		return true
 	}
 	var window, longest time.Duration
@@ -63,7 +65,8 @@ func (st *stream) dashWindowReady() bool {
 		window += d
 		longest = max(longest, d)
 	}
-	return window >= dashDelay(st.p.cfg.SegmentMinDuration, max(st.segMax, longest))
+	st.dashStarted = window >= dashDelay(st.p.cfg.SegmentMinDuration, max(st.segMax, longest))
+	return st.dashStarted
 }
 
 func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req fileReq) {
@@ -97,6 +100,7 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 		st.mu.Unlock()
 		if err = st.waitFor(r.Context(), cond); errors.Is(err, context.DeadlineExceeded) && st.hasComplete() {
 			err = nil
+			st.dashStarted = true // the waits ran out: from now on, what there is
 		}
 	}
 	if err != nil && !(errors.Is(err, errEnded) && st.hasComplete()) {

@@ -47,6 +47,10 @@ type stream struct {
 	resumeAST time.Time
 	cache     map[string]*rendered
 	segMax    time.Duration // longest segment so far (TARGETDURATION)
+	// dashStarted: an MPD was served once its window covered its delay,
+	// or after the waits for that (dashWindowReady); later requests
+	// do not wait for it
+	dashStarted bool
 }
 
 // rendered is a playlist or manifest rendered once for a version of the stream.
