@@ -271,13 +271,7 @@ func TestManifestDirKeepsRequestPath(t *testing.T) {
 // asks for (two 2 s segments for 4 s), so that a player can start that far
 // behind the live edge instead of at it.
 func TestDASHStartWaitsForWindow(t *testing.T) {
-	src := newPushSource()
-	p, err := New(src, Config{Logger: discardLogger(), Registerer: prometheus.NewRegistry(), MaxWait: 10 * time.Second, EndGrace: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(p.Handler())
-	t.Cleanup(func() { srv.Close(); p.Close() })
+	src, srv := waitingServer(t)
 	type answer struct {
 		status int
 		body   []byte
@@ -328,13 +322,7 @@ func TestDASHStartWaitsForWindow(t *testing.T) {
 // not wait for the window, even when it no longer covers the delay (a
 // segment longer than the others raised it).
 func TestDASHStartWaitsOnce(t *testing.T) {
-	src := newPushSource()
-	p, err := New(src, Config{Logger: discardLogger(), Registerer: prometheus.NewRegistry(), MaxWait: 10 * time.Second, EndGrace: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(p.Handler())
-	t.Cleanup(func() { srv.Close(); p.Close() })
+	src, srv := waitingServer(t)
 	get := func() (int, time.Duration) {
 		start := time.Now()
 		resp, err := http.Get(srv.URL + "/dash/live/test/manifest.mpd")
@@ -394,4 +382,18 @@ func waitPlaylist(t *testing.T, url, want string) {
 		}
 	}
 	t.Fatalf("%s never listed %q", url, want)
+}
+
+// waitingServer is a packager with the default first-MPD wait (testServer
+// turns it off), MaxWait 10 s, and its HTTP server.
+func waitingServer(t *testing.T) (*pushSource, *httptest.Server) {
+	t.Helper()
+	src := newPushSource()
+	p, err := New(src, Config{Logger: discardLogger(), Registerer: prometheus.NewRegistry(), MaxWait: 10 * time.Second, EndGrace: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p.Handler())
+	t.Cleanup(func() { srv.Close(); p.Close() })
+	return src, srv
 }
