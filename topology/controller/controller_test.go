@@ -40,6 +40,25 @@ func vertex(t testing.TB, g *graph.Graph, id string) graph.VertexID {
 	return v
 }
 
+// pressureWorld is a world of the primary "p" (eu, 1,000 viewers) and the
+// relays ids of 10 viewers each, at the location their id starts with
+// ("in-1" at IN), and a controller of it with the stream live/a.
+func pressureWorld(t testing.TB, ids ...string) (*graph.Graph, *Controller, int) {
+	t.Helper()
+	servers := []graph.Server{{ID: "p", Location: "eu", Role: graph.RolePrimary, CapacityViewers: 1000}}
+	for _, id := range ids {
+		loc, _, _ := strings.Cut(id, "-")
+		servers = append(servers, graph.Server{ID: id, Location: strings.ToUpper(loc), CapacityViewers: 10})
+	}
+	g, err := graph.World(servers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(Config{}, g)
+	id, _ := c.Stream("live/a")
+	return g, c, id
+}
+
 func only(t *testing.T, ds []Decision, a Action) Decision {
 	t.Helper()
 	if len(ds) != 1 || ds[0].Action != a {
@@ -133,17 +152,7 @@ func TestEndGrace(t *testing.T) {
 // opens at that location from its own pool — not where the region's
 // other relays are.
 func TestPressureOpensWhereTheUnservedAre(t *testing.T) {
-	g, err := graph.World(
-		graph.Server{ID: "p", Location: "eu", Role: graph.RolePrimary, CapacityViewers: 1000},
-		graph.Server{ID: "jp-1", Location: "JP", CapacityViewers: 10},
-		graph.Server{ID: "jp-2", Location: "JP", CapacityViewers: 10},
-		graph.Server{ID: "in-1", Location: "IN", CapacityViewers: 10},
-		graph.Server{ID: "in-2", Location: "IN", CapacityViewers: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := New(Config{}, g)
-	id, _ := c.Stream("live/a")
+	g, c, id := pressureWorld(t, "jp-1", "jp-2", "in-1", "in-2")
 	in1, jp1 := server(t, g, "in-1"), server(t, g, "jp-1")
 	for _, srv := range []int{in1, jp1} {
 		if !c.Adopt(t0, srv, id, g.Primary(), Serving, t0) {
@@ -184,16 +193,7 @@ func TestPressureOpensWhereTheUnservedAre(t *testing.T) {
 // reports builds pressure for the next one, rather than waiting for the
 // status to show the relay full.
 func TestPressureCountsRequestsSinceTheLastReport(t *testing.T) {
-	g, err := graph.World(
-		graph.Server{ID: "p", Location: "eu", Role: graph.RolePrimary, CapacityViewers: 1000},
-		graph.Server{ID: "in-1", Location: "IN", CapacityViewers: 10},
-		graph.Server{ID: "in-2", Location: "IN", CapacityViewers: 10},
-		graph.Server{ID: "in-3", Location: "IN", CapacityViewers: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := New(Config{}, g)
-	id, _ := c.Stream("live/a")
+	g, c, id := pressureWorld(t, "in-1", "in-2", "in-3")
 	in1 := server(t, g, "in-1")
 	if !c.Adopt(t0, in1, id, g.Primary(), Serving, t0) {
 		t.Fatal("adopt")
@@ -235,17 +235,7 @@ func TestPressureCountsRequestsSinceTheLastReport(t *testing.T) {
 // location that should serve a crowd: its requests build pressure at the
 // next nearest one that hosts the stream.
 func TestPressureSkipsALocationThatIsDown(t *testing.T) {
-	g, err := graph.World(
-		graph.Server{ID: "p", Location: "eu", Role: graph.RolePrimary, CapacityViewers: 1000},
-		graph.Server{ID: "in-1", Location: "IN", CapacityViewers: 10},
-		graph.Server{ID: "in-2", Location: "IN", CapacityViewers: 10},
-		graph.Server{ID: "jp-1", Location: "JP", CapacityViewers: 10},
-		graph.Server{ID: "jp-2", Location: "JP", CapacityViewers: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := New(Config{}, g)
-	id, _ := c.Stream("live/a")
+	g, c, id := pressureWorld(t, "in-1", "in-2", "jp-1", "jp-2")
 	in1, in2, jp1 := server(t, g, "in-1"), server(t, g, "in-2"), server(t, g, "jp-1")
 	for _, srv := range []int{in1, jp1} {
 		if !c.Adopt(t0, srv, id, g.Primary(), Serving, t0) {
@@ -359,15 +349,7 @@ func TestServersBackPlacedAsTheirViewersNeed(t *testing.T) {
 // served farther away open a relay.
 func TestTurnedAwayRequestsAreNoPressure(t *testing.T) {
 	for _, full := range []bool{true, false} {
-		g, err := graph.World(
-			graph.Server{ID: "p", Location: "eu", Role: graph.RolePrimary, CapacityViewers: 1000},
-			graph.Server{ID: "in-1", Location: "IN", CapacityViewers: 10},
-			graph.Server{ID: "in-2", Location: "IN", CapacityViewers: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := New(Config{}, g)
-		id, _ := c.Stream("live/a")
+		g, c, id := pressureWorld(t, "in-1", "in-2")
 		in1 := server(t, g, "in-1")
 		if !c.Adopt(t0, in1, id, g.Primary(), Serving, t0) {
 			t.Fatal("adopt")
