@@ -72,6 +72,9 @@ cross:
 # message; with CI=true they must run.
 test: vet cross build
 	$(GO) test -race -timeout 15m $(PKGS)
+	@# The race detector's instrumentation makes every frame larger: the
+	@# stack a parked viewer keeps is checked without it too.
+	$(GO) test -count=1 -run '^TestParkedViewerStack$$' ./internal/serve/
 	$(MAKE) --no-print-directory fuzz-brief FUZZTIME=$(TESTFUZZTIME)
 	@echo "drills: $(TEST_DRILL_RTMP_VIEWERS) RTMP, $(TEST_DRILL_HLS_VIEWERS) HLS and $(TEST_DRILL_RECONNECT_VIEWERS) reconnecting viewers, no report (make drills runs them at full counts and writes docs/reliability.md; they need root and iproute2)"
 	$(MAKE) --no-print-directory drills DRILL_REPORT= DRILL_TIMEOUT=8m \

@@ -95,7 +95,7 @@ func startTestServer(t *testing.T, cfg ConnConfig, h Handler) *testServer {
 				return
 			}
 			ts.wg.Add(1)
-			go func() { defer ts.wg.Done(); Serve(ctx, nc, cfg, h, slog.New(ts.log)) }()
+			go func() { defer ts.wg.Done(); Serve(ctx, nc, &cfg, h, slog.New(ts.log)) }()
 		}
 	}()
 	t.Cleanup(func() { ln.Close(); cancel(nil); ts.wg.Wait() })

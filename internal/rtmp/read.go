@@ -10,32 +10,62 @@ import (
 // here. Every call waits at most ReadTimeout for the peer.
 func (c *Conn) ReadMessage() (Message, error) {
 	for {
-		if d := time.Duration(c.readTimeout.Load()); d > 0 {
-			_ = c.nc.SetReadDeadline(time.Now().Add(d))
-		} else {
-			_ = c.nc.SetReadDeadline(time.Time{})
-		}
+		c.setReadDeadline()
 		m, err := c.reader.ReadMessage()
 		if err != nil {
 			return m, err
 		}
-		n := c.reader.BytesRead()
-		c.BytesIn.Store(n)
-		if w := uint64(c.peerWindow.Load()); w > 0 && n-c.lastAck >= w {
-			c.lastAck = n
-			_ = c.Send(ackMessage(uint32(n)))
+		handled, err := c.received(m)
+		if err != nil {
+			return m, err
 		}
-		if m.StreamID == 0 || m.Type <= TypeSetPeerBandwidth {
-			handled, err := c.control(m)
-			if err != nil {
-				return m, err
-			}
-			if handled {
-				continue
-			}
+		if !handled {
+			return m, nil
 		}
-		return m, nil
 	}
+}
+
+// waitInput returns once the peer has sent something (or ReadTimeout has
+// passed): Session.loop waits here, not deep in the chunk reader, so that a
+// parked connection keeps a small stack (see Serve).
+//
+//go:noinline
+func (c *Conn) waitInput() error {
+	if c.br.Buffered() > 0 {
+		return nil
+	}
+	c.setReadDeadline()
+	_, err := c.br.Peek(1)
+	return err
+}
+
+// setReadDeadline starts the wait of one read (a call of its own, like
+// received: the frame of ReadMessage is on a parked reader's stack).
+//
+//go:noinline
+func (c *Conn) setReadDeadline() {
+	if d := time.Duration(c.readTimeout.Load()); d > 0 {
+		_ = c.nc.SetReadDeadline(time.Now().Add(d))
+	} else {
+		_ = c.nc.SetReadDeadline(time.Time{})
+	}
+}
+
+// received accounts for message m read from the peer (the acknowledgement
+// window) and handles it if it is protocol control.
+//
+//go:noinline
+func (c *Conn) received(m Message) (bool, error) {
+	n := c.reader.BytesRead()
+	c.BytesIn.Store(n)
+	if w := uint64(c.peerWindow.Load()); w > 0 && n-c.lastAck >= w {
+		c.lastAck = n
+		_ = c.Send(ackMessage(uint32(n)))
+	}
+	if m.StreamID == 0 || m.Type <= TypeSetPeerBandwidth {
+		return c.control(m)
+	}
+	return false, nil
 }
 
 func (c *Conn) control(m Message) (bool, error) {

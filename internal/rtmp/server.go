@@ -87,6 +87,9 @@ type Session struct {
 	notice     LeaveNotice       // what it was told
 	// Value is for the handler's own per-session state.
 	Value any
+
+	cancel    context.CancelFunc // ends the context of the session's loop
+	stopClose func() bool        // stops the close on the server's context
 }
 
 // ConnectInfo is the connect request (nil before connect); unlike the
@@ -107,30 +110,52 @@ func (s *Session) RemoteAddr() string { return s.Conn.RemoteAddr().String() }
 var sessionSeq atomic.Uint64
 
 // Serve runs the protocol of one accepted connection until it ends.
-func Serve(ctx context.Context, nc net.Conn, cfg ConnConfig, h Handler, log *slog.Logger) {
+//
+// The connection's goroutine spends its life parked in a read, and a
+// thousand viewers are a thousand such goroutines. The runtime halves a
+// goroutine's stack at a collection while it uses under a quarter of it
+// (counting 800 bytes more than its frames), so what is on the stack while
+// it waits decides whether it keeps 8 KiB or 4. The loop therefore waits
+// for the peer's next bytes in a shallow call of its own (waitInput) before
+// it reads a message, and the set-up, the end and the handling of each
+// message are calls of their own, off the stack while it waits
+// (TestParkedViewerStack in internal/serve holds the line).
+func Serve(ctx context.Context, nc net.Conn, cfg *ConnConfig, h Handler, log *slog.Logger) {
+	s, sctx := open(ctx, nc, cfg, log)
+	if s == nil {
+		return
+	}
+	s.end(h, s.loop(sctx, h))
+}
+
+// open runs the handshake and registers the session; nil if the handshake
+// failed. The context it returns ends with the connection.
+func open(ctx context.Context, nc net.Conn, cfg *ConnConfig, log *slog.Logger) (*Session, context.Context) {
 	if log == nil {
 		log = slog.Default()
 	}
 	id := fmt.Sprintf("c%d", sessionSeq.Add(1))
 	log = log.With("conn", id, "remote", nc.RemoteAddr().String())
-	c, err := Accept(nc, cfg, log)
+	c, err := Accept(nc, *cfg, log)
 	if err != nil {
 		cfg.Metrics.handshakeFailed(err)
 		log.Info("handshake failed", "err", err)
-		return
+		return nil, nil
 	}
 	s := &Session{ID: id, Conn: c, Log: log, publishers: map[uint32]Publisher{}, playing: map[uint32]string{}}
 	cfg.Sessions.add(s)
-	defer cfg.Sessions.remove(s)
-	serverCtx := ctx
-	ctx, cancel := c.Context(ctx)
-	defer cancel()
-	stop := context.AfterFunc(serverCtx, func() { c.Close(ServerClosing(serverCtx)) })
-	defer stop()
-	err = s.loop(ctx, h)
+	sctx, cancel := c.Context(ctx)
+	s.cancel = cancel
+	s.stopClose = context.AfterFunc(ctx, func() { c.Close(ServerClosing(ctx)) })
+	return s, sctx
+}
+
+// end closes the session after its loop returned err.
+func (s *Session) end(h Handler, err error) {
+	c := s.Conn
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() && c.Err() == nil {
-		cfg.Metrics.timedOut(timeoutIdle)
+		c.cfg.Metrics.timedOut(timeoutIdle)
 	}
 	c.Close(err)
 	s.closeStreams()
@@ -139,10 +164,13 @@ func Serve(ctx context.Context, nc net.Conn, cfg ConnConfig, h Handler, log *slo
 	// counted once, with the connection's first close error as its reason.
 	viewers := s.endViewers(c.Err())
 	if err := c.Err(); !viewers && err != nil && !errors.Is(err, ErrClosed) && !isEOF(err) && !errors.Is(err, ErrServerClosing) {
-		log.Info("connection closed", "err", err)
+		s.Log.Info("connection closed", "err", err)
 	} else {
-		log.Debug("connection closed", "err", err)
+		s.Log.Debug("connection closed", "err", err)
 	}
+	s.stopClose()
+	s.cancel()
+	c.cfg.Sessions.remove(s)
 }
 
 // endViewers logs and counts the end of every stream still playing on the
@@ -185,34 +213,45 @@ func (s *Session) closeStreams() {
 
 func (s *Session) loop(ctx context.Context, h Handler) error {
 	for {
+		if err := s.Conn.waitInput(); err != nil {
+			return err
+		}
 		m, err := s.Conn.ReadMessage()
 		if err != nil {
 			return err
 		}
-		switch m.Type {
-		case TypeCommandAMF0, TypeCommandAMF3:
-			cmd, err := ParseCommand(m)
-			if err != nil {
-				// A malformed command is a protocol error from this peer only.
-				return err
-			}
-			if err := s.command(ctx, h, cmd, m); err != nil {
-				return err
-			}
-		case TypeSharedObjectAMF0, TypeSharedObjectAMF3:
-			if s.Connect == nil {
-				return protocolErr("shared object message before connect")
-			}
-			h.Message(ctx, s, m)
-		case TypeUserControl:
-		default:
-			if media, err := EachFrame(m, s.publisher(m.StreamID)); err != nil {
-				s.Log.Debug("bad aggregate message: the rest dropped", "err", err)
-			} else if !media {
-				s.Log.Debug("unknown message type ignored", "type", m.Type)
-			}
+		if err := s.handle(ctx, h, m); err != nil {
+			return err
 		}
 	}
+}
+
+// handle acts on one message from the peer (a call of its own: see Serve).
+//
+//go:noinline
+func (s *Session) handle(ctx context.Context, h Handler, m Message) error {
+	switch m.Type {
+	case TypeCommandAMF0, TypeCommandAMF3:
+		cmd, err := ParseCommand(m)
+		if err != nil {
+			// A malformed command is a protocol error from this peer only.
+			return err
+		}
+		return s.command(ctx, h, cmd, m)
+	case TypeSharedObjectAMF0, TypeSharedObjectAMF3:
+		if s.Connect == nil {
+			return protocolErr("shared object message before connect")
+		}
+		h.Message(ctx, s, m)
+	case TypeUserControl:
+	default:
+		if media, err := EachFrame(m, s.publisher(m.StreamID)); err != nil {
+			s.Log.Debug("bad aggregate message: the rest dropped", "err", err)
+		} else if !media {
+			s.Log.Debug("unknown message type ignored", "type", m.Type)
+		}
+	}
+	return nil
 }
 
 // publisher returns where the media of message stream id goes: its

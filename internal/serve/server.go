@@ -34,6 +34,14 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
+// connDone counts a connection's end.
+func (s *Server) connDone() {
+	s.mu.Lock()
+	s.active--
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
 // Active is the number of open connections.
 func (s *Server) Active() int {
 	s.mu.Lock()
@@ -104,14 +112,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 		s.active++
 		s.mu.Unlock()
 		s.wg.Add(1)
+		// No defers here: their records would sit on the stack of a
+		// goroutine that waits for its peer all its life (see rtmp.Serve).
 		go func() {
-			defer s.wg.Done()
-			defer func() {
-				s.mu.Lock()
-				s.active--
-				s.mu.Unlock()
-			}()
-			rtmp.Serve(connCtx, nc, cc, s.Handler, s.Log)
+			rtmp.Serve(connCtx, nc, &cc, s.Handler, s.Log)
+			s.connDone()
 		}()
 	}
 	// Drain: let connections end on their own for a while, then close them.
