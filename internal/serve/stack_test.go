@@ -153,7 +153,7 @@ func (h *idleHandler) Play(context.Context, *rtmp.Session, *rtmp.StreamRequest) 
 }
 
 func (h *idleHandler) Message(context.Context, *rtmp.Session, rtmp.Message) {}
-func (h *idleHandler) Closed(*rtmp.Session, error)                        {}
+func (h *idleHandler) Closed(*rtmp.Session, error)                          {}
 
 type idleSource struct{}
 
