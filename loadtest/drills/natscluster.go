@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/relaymesh/relaymesh/internal/bus"
 )
 
 // NATSRoleEnv, when set in a drill test binary's environment, makes it run
@@ -82,6 +84,13 @@ func RunNATSNode(js string) error {
 	if !srv.ReadyForConnections(20 * time.Second) {
 		srv.Shutdown()
 		return fmt.Errorf("nats node %s not ready", cfg.Name)
+	}
+	// As an operator's cluster configured as docs/operations.md says
+	// ("A relay process that dies"): the clients see each other's
+	// disconnects, those of every node's clients.
+	if err := bus.ImportDisconnects(srv); err != nil {
+		srv.Shutdown()
+		return fmt.Errorf("nats node %s: %w", cfg.Name, err)
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
