@@ -467,6 +467,34 @@ func (c *Controller) parent(srv int, s *stream) int {
 	return best
 }
 
+// Gone marks relay server down now, for why: its process is known to be
+// gone (its bus connection closed and its listener refuses), so the
+// controller need not wait for its statuses to stop for StatusTTL. A
+// status of it later brings it back, as after a silence.
+func (c *Controller) Gone(server int, why string, dst []Decision) []Decision {
+	if server < 0 || server >= len(c.seen) || c.down[server] || c.g.Servers()[server].Role == graph.RolePrimary {
+		return dst
+	}
+	return c.markDown(server, why, dst)
+}
+
+// markDown takes server i out: the streams it carried (remembered to place
+// it again when it is back), its loads, its capacity.
+func (c *Controller) markDown(i int, why string, dst []Decision) []Decision {
+	c.down[i] = true
+	carried := map[int]float64{}
+	for _, s := range c.byID {
+		if _, ok := s.relays[i]; ok {
+			carried[s.id] = c.viewers(i, s.name)
+			c.remove(s, i)
+		}
+	}
+	c.carried[i] = carried
+	c.loads[i] = c.loads[i][:0]
+	c.scaler.SetDown(i, true)
+	return append(dst, Decision{Action: Down, Stream: -1, Server: i, Location: c.g.Servers()[i].Vertex, Parent: -1, Reason: why})
+}
+
 // Status records a server's report at now with the viewers of each stream
 // it carries. A server that was down is back: it is placed again for the
 // streams it carried when it went silent, if they still have viewers and
@@ -710,19 +738,7 @@ func (c *Controller) Tick(now time.Time, dst []Decision) []Decision {
 		if !c.seen[i].IsZero() && now.Sub(c.seen[i]) < c.cfg.StatusTTL {
 			continue
 		}
-		c.down[i] = true
-		carried := map[int]float64{}
-		for _, s := range c.byID {
-			if _, ok := s.relays[i]; ok {
-				carried[s.id] = c.viewers(i, s.name)
-				c.remove(s, i)
-			}
-		}
-		c.carried[i] = carried
-		c.loads[i] = c.loads[i][:0]
-		c.scaler.SetDown(i, true)
-		dst = append(dst, Decision{Action: Down, Stream: -1, Server: i, Location: sv.Vertex, Parent: -1,
-			Reason: "no status for " + c.cfg.StatusTTL.String()})
+		dst = c.markDown(i, "no status for "+c.cfg.StatusTTL.String(), dst)
 	}
 	c.measureLocations()
 	c.samples = c.samples[:0]

@@ -129,6 +129,36 @@ func TestRelayBackIsPlacedAgain(t *testing.T) {
 	}
 }
 
+// A relay whose process is known to be gone (EvGone) is down at once, not
+// after StatusTTL, and is back with its next status; the primary, a server
+// already down and an unknown index are left alone.
+func TestGoneRelayIsDownAtOnce(t *testing.T) {
+	c, g := dev(t, Config{Demand: demand.Config{Threshold: 5}, StatusTTL: 10 * time.Second})
+	jp, as := vertex(t, g, "JP"), server(t, g, "relay-as")
+	now := t0
+	c.Apply(Event{Time: now, Kind: EvDemand, Stream: "live/a", Vertex: jp, N: 200, Nearest: -1}, nil)
+	c.Apply(Event{Time: now, Kind: EvReady, Stream: "live/a", Server: as}, nil)
+	c.Apply(Event{Time: now, Kind: EvStatus, Server: as, Loads: []Load{{Stream: "live/a", Viewers: 40}}}, nil)
+	now = now.Add(time.Second)
+	d := only(t, c.Apply(Event{Time: now, Kind: EvGone, Server: as, Why: "its process is gone"}, nil), Down)
+	if d.Server != as || d.Reason != "its process is gone" || len(c.Relays(0)) != 0 || !c.IsDown(as) {
+		t.Fatalf("down %+v, relays %+v", d, c.Relays(0))
+	}
+	for _, srv := range []int{as, g.Primary(), -1, len(g.Servers())} {
+		if ds := c.Apply(Event{Time: now, Kind: EvGone, Server: srv}, nil); len(ds) != 0 {
+			t.Errorf("gone %d: %v", srv, ds)
+		}
+	}
+	if ds := c.Apply(Event{Time: now.Add(20 * time.Second), Kind: EvTick}, nil); len(ds) != 0 {
+		t.Errorf("tick after gone: %v", ds)
+	}
+	c.Apply(Event{Time: now.Add(time.Second), Kind: EvDemand, Stream: "live/a", Vertex: jp, N: 2, Nearest: 10}, nil)
+	d = only(t, c.Apply(Event{Time: now.Add(30 * time.Second), Kind: EvStatus, Server: as}, nil), Open)
+	if d.Server != as || c.IsDown(as) {
+		t.Fatalf("back: %+v", d)
+	}
+}
+
 // An unpublished stream's relays close after the grace unless it is
 // published again.
 func TestEndGrace(t *testing.T) {

@@ -21,10 +21,11 @@ const (
 	EvUnpublish                 // Stream stopped on the primary
 	EvAdopt                     // a new leader takes over relay Server of Stream (Parent, State, Since)
 	EvBonus                     // a saved demand bonus of Stream at Vertex: N as of Since
+	EvGone                      // relay Server's process is gone (Why): down now, not after StatusTTL
 )
 
 func (k Kind) String() string {
-	return [...]string{"none", "demand", "status", "ready", "failed", "tick", "publish", "unpublish", "adopt", "bonus"}[min(int(k), 9)]
+	return [...]string{"none", "demand", "status", "ready", "failed", "tick", "publish", "unpublish", "adopt", "bonus", "gone"}[min(int(k), 10)]
 }
 
 // Event is one input of the controller. Apply takes it; the orchestrator
@@ -97,6 +98,8 @@ func (c *Controller) Apply(e Event, dst []Decision) []Decision {
 		if id, ok := c.Stream(e.Stream); ok {
 			c.Adopt(e.Time, e.Server, id, e.Parent, e.State, e.Since)
 		}
+	case EvGone:
+		return c.Gone(e.Server, e.Why, dst)
 	}
 	return dst
 }

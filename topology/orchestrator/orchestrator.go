@@ -328,6 +328,16 @@ func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64, sen
 		return fmt.Errorf("subscribe stream events: %w", err)
 	}
 	defer esub.Unsubscribe()
+	// A relay's process that dies is down at once, not after the status
+	// TTL (gone.go).
+	discCh := make(chan bus.Disconnect, 64)
+	dsub, err := subscribeDisconnects(o.conn.NC, discCh)
+	if err != nil {
+		return fmt.Errorf("subscribe disconnects: %w", err)
+	}
+	defer dsub.Unsubscribe()
+	defer st.probes.wg.Wait()
+	defer cancel() // the probes end with the term
 	st.startWorkers(ctx, &wg)
 	st.startBonusWriter(ctx, &wg)
 
@@ -337,9 +347,9 @@ func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64, sen
 		// While the lease is not confirmed nothing is decided: the
 		// events wait (statuses, results) or are dropped (demand and
 		// stream events beyond their queues), as with a busy leader.
-		sc, dc, ec, rc, tc := statuses, demandCh, eventCh, st.results, t.C
+		sc, dc, ec, rc, tc, xc, gc := statuses, demandCh, eventCh, st.results, t.C, discCh, st.probes.out
 		if keeper.paused.Load() {
-			sc, dc, ec, rc, tc = nil, nil, nil, nil, nil
+			sc, dc, ec, rc, tc, xc, gc = nil, nil, nil, nil, nil, nil, nil
 		}
 		select {
 		case err := <-lost:
@@ -369,6 +379,10 @@ func (o *Orchestrator) lead(ctx context.Context, b *bus.Buckets, rev uint64, sen
 			st.onStreamEvent(ctx, time.Now(), e)
 		case r := <-rc:
 			st.onResult(ctx, r)
+		case d := <-xc:
+			st.onDisconnect(ctx, time.Now(), d)
+		case r := <-gc:
+			st.onGone(ctx, r)
 		case now := <-tc:
 			st.evaluate(ctx, now)
 			o.bonus.Store(st.bonuses(now))

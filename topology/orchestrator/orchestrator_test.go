@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -38,11 +39,13 @@ type cluster struct {
 	cancels [2]context.CancelFunc
 	done    [2]chan struct{}
 	conn    func() *bus.Conn
+	named   func(name string) *bus.Conn // a connection of its own, so named
 
 	mu      sync.Mutex
 	cmds    map[string][]string // relay id → ops received
 	silent  map[string]bool     // relays that send no status
 	viewers map[string]int      // relay id → viewers of live/a it reports
+	addrs   map[string]string   // relay id → the HTTP address its status reports
 }
 
 func startCluster(t *testing.T, cfg Config) *cluster {
@@ -52,15 +55,16 @@ func startCluster(t *testing.T, cfg Config) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Shutdown)
-	c := &cluster{t: t, cmds: map[string][]string{}, silent: map[string]bool{}, viewers: map[string]int{}}
-	c.conn = func() *bus.Conn {
-		bc, err := bus.Connect(bus.Options{InProcess: e.Server()}, nil)
+	c := &cluster{t: t, cmds: map[string][]string{}, silent: map[string]bool{}, viewers: map[string]int{}, addrs: map[string]string{}}
+	c.named = func(name string) *bus.Conn {
+		bc, err := bus.Connect(bus.Options{InProcess: e.Server(), Name: name}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(bc.Close)
 		return bc
 	}
+	c.conn = func() *bus.Conn { return c.named("") }
 	if c.g, err = graph.DevWorld(); err != nil {
 		t.Fatal(err)
 	}
@@ -92,12 +96,12 @@ func startCluster(t *testing.T, cfg Config) *cluster {
 		for ctx.Err() == nil {
 			for _, s := range c.g.Servers() {
 				c.mu.Lock()
-				silent, n := c.silent[s.ID], c.viewers[s.ID]
+				silent, n, http := c.silent[s.ID], c.viewers[s.ID], c.addrs[s.ID]
 				c.mu.Unlock()
 				if silent {
 					continue
 				}
-				st := bus.Status{ID: s.ID, Location: s.Location, RTMP: s.RTMP, Time: time.Now(), Viewers: n}
+				st := bus.Status{ID: s.ID, Location: s.Location, RTMP: s.RTMP, HTTP: http, Time: time.Now(), Viewers: n}
 				if n > 0 {
 					st.Streams = []bus.StreamStatus{{App: "live", Name: "a", Viewers: n, Live: true}}
 				}
@@ -322,4 +326,57 @@ func TestRelayBackIsPlacedAgain(t *testing.T) {
 	if !back {
 		t.Fatalf("no open decision for the returning relay: %+v", c.orch[lead].Decisions())
 	}
+}
+
+// TestKilledRelayIsDownAtOnce: a relay process that dies is marked down
+// when its bus connection closes and its listener refuses, not after the
+// status TTL (3 s here); its placement goes with it.
+func TestKilledRelayIsDownAtOnce(t *testing.T) {
+	c := startCluster(t, Config{Demand: demand.Config{Threshold: 5}})
+	lead := c.leader()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			nc.Close()
+		}
+	}()
+	agent := c.named("relay-as")
+	c.mu.Lock()
+	c.addrs["relay-as"] = ln.Addr().String()
+	c.mu.Unlock()
+	jp := bus.DemandEvent{App: "live", Name: "a", Vertex: "JP", Nearest: 10, N: 200}
+	c.demandUntil("relay-as ready", jp, func() bool { return c.placedAt("live", "a", "relay-as") })
+	c.mu.Lock()
+	c.viewers["relay-as"] = 40
+	c.mu.Unlock()
+	time.Sleep(500 * time.Millisecond) // a status with the viewers and the address, read by the leader
+	// The kill: the process's sockets close, its statuses stop.
+	c.mu.Lock()
+	c.silent["relay-as"] = true
+	c.mu.Unlock()
+	ln.Close()
+	killed := time.Now()
+	agent.Close()
+	waitFor(t, "relay-as marked down and unplaced", func() bool {
+		_, err := c.b.Placements.Get(c.ctx, bus.StreamKey("live", "a"))
+		return errors.Is(err, jetstream.ErrKeyNotFound)
+	})
+	took := time.Since(killed)
+	var down *Decision
+	for _, d := range c.orch[lead].Decisions() {
+		if d.Action == "down" && d.Server == "relay-as" {
+			down = &d
+		}
+	}
+	if down == nil || !strings.Contains(down.Reason, "process is gone") {
+		t.Fatalf("relay-as down %+v after %v, want it down for its process gone (decisions %+v)", down, took, c.orch[lead].Decisions())
+	}
+	t.Logf("relay-as down %v after the kill: %s", took.Round(time.Millisecond), down.Reason)
 }

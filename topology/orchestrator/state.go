@@ -50,6 +50,8 @@ type state struct {
 	results chan result
 	dec     []controller.Decision
 	bonus   bonusSaver // demand bonuses saved for the next leader (bonus.go)
+	live    liveAddrs  // where to ask a relay whose connection closed (gone.go)
+	probes  *prober
 }
 
 // controllerConfig is the controller's configuration for o's.
@@ -62,7 +64,7 @@ func newState(o *Orchestrator, b *bus.Buckets) *state {
 	g := o.cfg.Graph
 	st := &state{o: o, b: b, g: g, ctl: controller.New(controllerConfig(o.cfg), g),
 		servers: map[string]int{}, addr: map[int]string{}, saved: map[int]map[int]bool{},
-		cmds: make(chan command, 1024), results: make(chan result, 1024), bonus: newBonusSaver()}
+		cmds: make(chan command, 1024), results: make(chan result, 1024), bonus: newBonusSaver(), probes: newProber()}
 	for i, s := range g.Servers() {
 		st.servers[s.ID] = i
 	}
@@ -102,7 +104,7 @@ func (st *state) apply(ctx context.Context, e controller.Event) {
 func (st *state) act(ctx context.Context, d controller.Decision) {
 	if d.Action == controller.Down {
 		sv := st.g.Servers()[d.Server]
-		st.o.log.Warn("relay silent, marked down", "server", sv.ID)
+		st.o.log.Warn("relay marked down", "server", sv.ID, "reason", d.Reason)
 		st.note("down", nil, d.Server, d.Reason)
 		for _, s := range st.byID {
 			if s != nil && st.saved[s.id][d.Server] {
@@ -298,6 +300,7 @@ func (st *state) onStatus(ctx context.Context, now time.Time, s bus.Status) {
 	if s.RTMP != "" {
 		st.addr[srv] = s.RTMP
 	}
+	st.live.status(srv, s, now)
 	back := st.ctl.IsDown(srv)
 	loads := make([]controller.Load, 0, len(s.Streams))
 	for _, ss := range s.Streams {

@@ -2,15 +2,12 @@ package redirector
 
 import (
 	"context"
-	"errors"
-	"net"
-	"net/netip"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/relaymesh/relaymesh/internal/bus"
+	"github.com/relaymesh/relaymesh/topology/liveness"
 	"github.com/relaymesh/relaymesh/topology/placement"
 )
 
@@ -28,7 +25,7 @@ import (
 //     of rotation now (a few milliseconds after the kill instead of the
 //     heartbeat timeout);
 //   - accepted: the process lives and will reconnect; it is asked again
-//     after each of probeAgain (it could still be closing its sockets: a
+//     after each of liveness.Again (it could still be closing its sockets: a
 //     killed process's NATS connection can close before its listeners
 //     do), unless it beats again meanwhile; then the heartbeat timeout
 //     decides, as before;
@@ -40,62 +37,8 @@ import (
 // dead one) starts a probe, and until that probe is answered it is not
 // named. Nothing here touches the data plane: a relay never waits on it.
 
-const (
-	// probeTimeout bounds one connect to a relay's listener.
-	probeTimeout = 500 * time.Millisecond
-	// probeRetries is how many times a relay that answered after its
-	// disconnect is asked again (the waits of probeAgain).
-	probeRetries = 5
-	// maxProbes bounds the probes in flight; beyond, the heartbeat
-	// timeout decides alone (a NATS server that lost every client at
-	// once).
-	maxProbes = 32
-)
-
-// probeAgain are the waits before each new probe of a relay that answered
-// (0.77 s in all, within the heartbeat timeout).
-var probeAgain = [probeRetries]time.Duration{20 * time.Millisecond, 50 * time.Millisecond,
-	100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
-
-// probeResult is what a relay's listener said.
-type probeResult int
-
-const (
-	probeUnknown  probeResult = iota // no answer in time, or another error
-	probeAnswered                    // it accepted the connection
-	probeRefused                     // nothing listens there
-)
-
-// dialProbe connects to addr and closes the connection.
-func dialProbe(ctx context.Context, addr string) probeResult {
-	d := net.Dialer{Timeout: probeTimeout}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err == nil {
-		c.Close()
-		return probeAnswered
-	}
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return probeRefused
-	}
-	return probeUnknown
-}
-
-// probeAddr is where to ask relay s: its HTTP address, else its RTMP one;
-// "" when it reported neither or an address that names no one host (a
-// wildcard listen address would be dialled on this machine).
-func probeAddr(s bus.Status) string {
-	for _, a := range []string{s.HTTP, s.RTMP} {
-		host, port, err := net.SplitHostPort(a)
-		if err != nil || host == "" || port == "" || port == "0" {
-			continue
-		}
-		if ip, err := netip.ParseAddr(host); err == nil && ip.IsUnspecified() {
-			continue
-		}
-		return a
-	}
-	return ""
-}
+// probeAddr is where to ask relay s (liveness.Addr of its addresses).
+func probeAddr(s bus.Status) string { return liveness.Addr(s.HTTP, s.RTMP) }
 
 func (r *Redirector) onDisconnectMsg(m *nats.Msg) {
 	d, err := bus.DecodeDisconnect(m.Data)
@@ -165,33 +108,23 @@ func (r *Redirector) confirmGone(ctx context.Context, id placement.ServerID, add
 		}
 		r.mu.Unlock()
 	}()
-	for round := 0; ; round++ {
-		switch r.probe(ctx, addr) {
-		case probeRefused:
-			r.disconnects.add(outcomeGone)
-			r.markGone(id, d, addr, time.Since(since), round+1)
-			return
-		case probeUnknown:
-			r.disconnects.add(outcomeUnknown)
-			return
-		}
-		if round == probeRetries {
-			r.disconnects.add(outcomeAlive)
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(probeAgain[round]):
-		}
+	out, probes := liveness.Confirm(ctx, addr, r.probe, func() bool {
 		r.mu.RLock()
+		defer r.mu.RUnlock()
 		rs := r.relays[id]
-		beat := rs == nil || rs.alive.After(since) || !rs.up
-		r.mu.RUnlock()
-		if beat {
-			r.disconnects.add(outcomeAlive)
-			return
-		}
+		return rs == nil || rs.alive.After(since) || !rs.up
+	})
+	if ctx.Err() != nil {
+		return
+	}
+	switch out {
+	case liveness.Gone:
+		r.disconnects.add(outcomeGone)
+		r.markGone(id, d, addr, time.Since(since), probes)
+	case liveness.Alive:
+		r.disconnects.add(outcomeAlive)
+	default:
+		r.disconnects.add(outcomeUnknown)
 	}
 }
 
@@ -229,7 +162,7 @@ func (r *Redirector) reviveLocked(id placement.ServerID, rs *relayState) {
 		res := r.probe(ctx, addr)
 		r.mu.Lock()
 		rs.probing = false
-		if res == probeRefused {
+		if res == liveness.Refused {
 			r.mu.Unlock()
 			return // a late message of the dead process
 		}

@@ -119,36 +119,3 @@ func acceptAll(ln net.Listener) {
 	}
 }
 
-func TestProbeAddr(t *testing.T) {
-	for _, tc := range []struct {
-		http, rtmp, want string
-	}{
-		{"10.0.0.1:8080", "10.0.0.1:1935", "10.0.0.1:8080"},
-		{"", "relay.example.net:1935", "relay.example.net:1935"},
-		{"[::]:8080", "0.0.0.0:1935", ""},
-		{":8080", "10.0.0.1:1935", "10.0.0.1:1935"},
-		{"10.0.0.1", "", ""},
-		{"", "", ""},
-	} {
-		if got := probeAddr(bus.Status{HTTP: tc.http, RTMP: tc.rtmp}); got != tc.want {
-			t.Errorf("probeAddr(%q, %q) = %q, want %q", tc.http, tc.rtmp, got, tc.want)
-		}
-	}
-}
-
-// TestDialProbe: a listener answers, a closed port refuses.
-func TestDialProbe(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go acceptAll(ln)
-	addr := ln.Addr().String()
-	if got := dialProbe(context.Background(), addr); got != probeAnswered {
-		t.Errorf("listening: %v", got)
-	}
-	ln.Close()
-	if got := dialProbe(context.Background(), addr); got != probeRefused {
-		t.Errorf("closed: %v", got)
-	}
-}

@@ -24,6 +24,7 @@ import (
 	"github.com/relaymesh/relaymesh/geo"
 	"github.com/relaymesh/relaymesh/internal/bus"
 	"github.com/relaymesh/relaymesh/topology/graph"
+	"github.com/relaymesh/relaymesh/topology/liveness"
 	"github.com/relaymesh/relaymesh/topology/placement"
 )
 
@@ -138,7 +139,7 @@ type Redirector struct {
 
 	// Disconnects (disconnect.go): how a relay's listener is asked, the
 	// probes in flight, their outcomes, and Run's context for them.
-	probe       func(ctx context.Context, addr string) probeResult
+	probe       func(ctx context.Context, addr string) liveness.Result
 	probeSem    chan struct{}
 	probeWG     sync.WaitGroup
 	disconnects disconnectCounts
@@ -189,7 +190,7 @@ func New(cfg Config, conn *bus.Conn, log *slog.Logger) (*Redirector, error) {
 	r := &Redirector{cfg: cfg, conn: conn, log: log.With("component", "redirector"), matcher: m,
 		mesh:   placement.New(cfg.Graph, cfg.Placement),
 		relays: map[placement.ServerID]*relayState{}, placements: map[string]bus.Placement{}, opening: map[string][]placement.ServerID{},
-		demand: map[demandKey]demandVal{}, probe: dialProbe, probeSem: make(chan struct{}, maxProbes)}
+		demand: map[demandKey]demandVal{}, probe: liveness.Dial, probeSem: make(chan struct{}, liveness.MaxProbes)}
 	r.rnd.New = func() any { return mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64())) }
 	// Relays are not sent viewers until they report; the primary is always
 	// up. Not reported yet is not down: it displaced no viewer.
