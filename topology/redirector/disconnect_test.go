@@ -118,4 +118,3 @@ func acceptAll(ln net.Listener) {
 		c.Close()
 	}
 }
-
