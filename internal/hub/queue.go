@@ -25,8 +25,11 @@ type queue struct {
 type stamp struct{ at, wall uint32 }
 
 // initialQueue is how many frames a new queue has room for beyond its join
-// burst before it first grows.
-const initialQueue = 64
+// burst before it first grows: four times what a viewer's writer takes in
+// one of its longest rounds (~8 frames of a 30 fps stream with audio in
+// 100 ms), so that a viewer that keeps up never grows its ring, and 512
+// bytes of ring and stamps a viewer.
+const initialQueue = 32
 
 // newQueue makes a queue for up to bound frames with room for initial of
 // them; without backlog accounting (lossless subscribers) it keeps no
