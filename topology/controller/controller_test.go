@@ -95,15 +95,22 @@ func TestStartingRelayIsACarrier(t *testing.T) {
 	}
 }
 
+// servingInJapan is a controller (status TTL ttl) with relay-as serving
+// 40 viewers of live/a from Japan at t0; it returns Japan and relay-as.
+func servingInJapan(t *testing.T, ttl time.Duration) (*Controller, graph.VertexID, int) {
+	c, g := dev(t, Config{Demand: demand.Config{Threshold: 5}, StatusTTL: ttl})
+	jp, as := vertex(t, g, "JP"), server(t, g, "relay-as")
+	c.Apply(Event{Time: t0, Kind: EvDemand, Stream: "live/a", Vertex: jp, N: 200, Nearest: -1}, nil)
+	c.Apply(Event{Time: t0, Kind: EvReady, Stream: "live/a", Server: as}, nil)
+	c.Apply(Event{Time: t0, Kind: EvStatus, Server: as, Loads: []Load{{Stream: "live/a", Viewers: 40}}}, nil)
+	return c, jp, as
+}
+
 // A relay that dies while serving viewers, and comes back while the
 // stream still has demand, is placed again for that stream.
 func TestRelayBackIsPlacedAgain(t *testing.T) {
-	c, g := dev(t, Config{Demand: demand.Config{Threshold: 5}, StatusTTL: 3 * time.Second})
-	jp, as := vertex(t, g, "JP"), server(t, g, "relay-as")
+	c, jp, as := servingInJapan(t, 3*time.Second)
 	now := t0
-	c.Apply(Event{Time: now, Kind: EvDemand, Stream: "live/a", Vertex: jp, N: 200, Nearest: -1}, nil)
-	c.Apply(Event{Time: now, Kind: EvReady, Stream: "live/a", Server: as}, nil)
-	c.Apply(Event{Time: now, Kind: EvStatus, Server: as, Loads: []Load{{Stream: "live/a", Viewers: 40}}}, nil)
 	c.Apply(Event{Time: now, Kind: EvTick}, nil)
 	now = now.Add(5 * time.Second) // silent for longer than the TTL
 	d := only(t, c.Apply(Event{Time: now, Kind: EvTick}, nil), Down)
@@ -133,12 +140,9 @@ func TestRelayBackIsPlacedAgain(t *testing.T) {
 // after StatusTTL, and is back with its next status; the primary, a server
 // already down and an unknown index are left alone.
 func TestGoneRelayIsDownAtOnce(t *testing.T) {
-	c, g := dev(t, Config{Demand: demand.Config{Threshold: 5}, StatusTTL: 10 * time.Second})
-	jp, as := vertex(t, g, "JP"), server(t, g, "relay-as")
+	c, jp, as := servingInJapan(t, 10*time.Second)
+	g := c.g
 	now := t0
-	c.Apply(Event{Time: now, Kind: EvDemand, Stream: "live/a", Vertex: jp, N: 200, Nearest: -1}, nil)
-	c.Apply(Event{Time: now, Kind: EvReady, Stream: "live/a", Server: as}, nil)
-	c.Apply(Event{Time: now, Kind: EvStatus, Server: as, Loads: []Load{{Stream: "live/a", Viewers: 40}}}, nil)
 	now = now.Add(time.Second)
 	d := only(t, c.Apply(Event{Time: now, Kind: EvGone, Server: as, Why: "its process is gone"}, nil), Down)
 	if d.Server != as || d.Reason != "its process is gone" || len(c.Relays(0)) != 0 || !c.IsDown(as) {

@@ -2,8 +2,9 @@ package liveness
 
 import (
 	"context"
-	"net"
 	"testing"
+
+	"github.com/relaymesh/relaymesh/topology/liveness/livenesstest"
 )
 
 func TestAddr(t *testing.T) {
@@ -23,23 +24,9 @@ func TestAddr(t *testing.T) {
 	}
 }
 
-func acceptAll(ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		c.Close()
-	}
-}
-
 // A listener answers, a closed port refuses.
 func TestDial(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go acceptAll(ln)
+	ln := livenesstest.Listen(t)
 	addr := ln.Addr().String()
 	if got := Dial(context.Background(), addr); got != Answered {
 		t.Errorf("listening: %v", got)

@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/relaymesh/relaymesh/internal/bus"
 	"github.com/relaymesh/relaymesh/topology/demand"
 	"github.com/relaymesh/relaymesh/topology/graph"
+	"github.com/relaymesh/relaymesh/topology/liveness/livenesstest"
 )
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -334,19 +334,7 @@ func TestRelayBackIsPlacedAgain(t *testing.T) {
 func TestKilledRelayIsDownAtOnce(t *testing.T) {
 	c := startCluster(t, Config{Demand: demand.Config{Threshold: 5}})
 	lead := c.leader()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			nc.Close()
-		}
-	}()
+	ln := livenesstest.Listen(t)
 	agent := c.named("relay-as")
 	c.mu.Lock()
 	c.addrs["relay-as"] = ln.Addr().String()

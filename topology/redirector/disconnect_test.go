@@ -2,12 +2,12 @@ package redirector
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/relaymesh/relaymesh/internal/bus"
 	"github.com/relaymesh/relaymesh/internal/bus/bustest"
+	"github.com/relaymesh/relaymesh/topology/liveness/livenesstest"
 )
 
 // TestDisconnectedRelay: a relay whose NATS connection closes is out of
@@ -37,11 +37,7 @@ func TestDisconnectedRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The relay's listener (its HTTP port), and its agent's connection.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go acceptAll(ln)
+	ln := livenesstest.Listen(t)
 	addr := ln.Addr().String()
 	st, _ := bus.Encode(bus.Status{ID: "relay-as", Location: "as", RTMP: addr, HTTP: addr, Time: time.Now()})
 	if _, err := b.Relays.Put(ctx, "relay-as", st); err != nil {
@@ -98,23 +94,10 @@ func TestDisconnectedRelay(t *testing.T) {
 		t.Fatal("a heartbeat brought back a relay whose listener refuses")
 	}
 	// Restarted: it listens again and beats.
-	ln2, err := net.Listen("tcp", addr)
-	if err != nil {
+	if _, err := livenesstest.ListenAt(t, addr); err != nil {
 		t.Skipf("the dead relay's port was taken meanwhile: %v", err)
 	}
-	defer ln2.Close()
-	go acceptAll(ln2)
 	ac.Close()
 	ac = agent()
 	waitFor(t, "the restarted relay named again", named)
-}
-
-func acceptAll(ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		c.Close()
-	}
 }
