@@ -410,6 +410,10 @@ func (c *Controller) demand(now time.Time, id int, v graph.VertexID, n, full flo
 		}
 		dst = c.open(now, s, sd, dst)
 	}
+	// Where the stream's viewers are: a region's growth is its viewers'
+	// share of the requests (the scaler's ServedAt), whichever region's
+	// relays serve them.
+	c.scaler.ServedAt(id, v, n-full)
 	return c.pressure(now, s, v, n-full, dst)
 }
 

@@ -406,3 +406,43 @@ func TestTurnedAwayRequestsAreNoPressure(t *testing.T) {
 		}
 	}
 }
+
+// The requests that find a server go to the scaler by the viewers'
+// location: every request comes from DE, whose relay is nearly full, while the
+// relay in the US fills with DE's viewers (guests) at 1 viewer/s. The
+// growth is eu's; na provisions none for the guests and opens nothing.
+func TestGuestsOpenNothingInTheirHostsRegion(t *testing.T) {
+	g, c, id := pressureWorld(t, "de-1", "de-2", "de-3", "us-1", "us-2", "us-3")
+	de, us := server(t, g, "de-1"), server(t, g, "us-1")
+	for _, srv := range []int{de, us} {
+		if !c.Adopt(t0, srv, id, -1, Serving, t0) {
+			t.Fatalf("adopt %d", srv)
+		}
+	}
+	vDE := vertex(t, g, "DE")
+	sec := func(x float64) time.Time { return t0.Add(time.Duration(x * float64(time.Second))) }
+	var ds []Decision
+	for i := range 4 {
+		now := sec(float64(2*i + 2))
+		ds = c.Demand(now, id, vDE, 2, 10, ds)
+		ds = c.Status(now, g.Primary(), nil, ds)
+		ds = c.Status(now, de, []Load{{Stream: "live/a", Viewers: 9}}, ds)
+		ds = c.Status(now, us, []Load{{Stream: "live/a", Viewers: float64(3 + 2*i)}}, ds)
+		ds = c.Tick(now, ds)
+	}
+	inEU := 0
+	for _, d := range ds {
+		if d.Action != Open {
+			continue
+		}
+		switch g.Location(g.Region(d.Location)).ID {
+		case "na":
+			t.Errorf("opened in na for DE's viewers on its relay: %v", d)
+		case "eu":
+			inEU++
+		}
+	}
+	if inEU == 0 {
+		t.Errorf("no relay opened in eu for DE's growth: %v", ds)
+	}
+}

@@ -2,6 +2,7 @@ package scaling
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -227,5 +228,90 @@ func TestWaitingViewersRetryingSlowly(t *testing.T) {
 	}
 	if len(opens) == 0 || !strings.Contains(opens[0].Reason, "140 viewers now") {
 		t.Fatalf("opens %v, want them for 140 viewers (80 served, 60 waiting)", opens)
+	}
+}
+
+// groupGrowth is the growth group (stream 0, the region of loc) provisions
+// for this round (before Margin).
+func groupGrowth(t *testing.T, s *Scaler, loc string) float64 {
+	t.Helper()
+	v, _ := s.g.Vertex(loc)
+	g := s.groups[groupKey{0, s.g.Region(v)}]
+	if g == nil {
+		t.Fatalf("no group in the region of %s", loc)
+	}
+	return math.Max(0, g.predicted-g.total) * g.scale
+}
+
+// A region's growth is its own viewers': its share of the stream's
+// requests (ServedAt, by the viewers' location) times the growth of the
+// stream's whole audience, at least, and its load's own growth up to
+// growthSlack times that. The stream's audience grows by 5 viewers/s
+// (20 over the 4 s horizon) in every case.
+func TestRegionGrowthIsItsViewersShare(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		de, us       [3]float64 // the relays' viewers at 2, 4 and 6 s
+		reqDE, reqUS float64    // requests per round from DE and US
+		growEU       float64    // the growth eu and na provision for at 6 s
+		growNA       float64
+	}{
+		// DE's relay is full, its new viewers are served in na: na's load
+		// grows by 20 over the horizon with guests, eu's stays flat. The
+		// growth is eu's (every request is from DE), none is na's.
+		{"guests", [3]float64{78, 78, 78}, [3]float64{50, 60, 70}, 10, 0, 20, 0},
+		// Half the requests from each region (10 each): eu's load grows 14
+		// over the horizon, within 1.5× its share (10), and is taken as it
+		// is; na's does not grow and takes its share.
+		{"within the slack", [3]float64{50, 57, 64}, [3]float64{50, 53, 56}, 10, 10, 14, 10},
+		// eu's load grows 24 over the horizon while the audience grows 20
+		// (viewers moving in from na): at most 1.5× its share, 15.
+		{"beyond the slack", [3]float64{50, 62, 74}, [3]float64{50, 48, 46}, 10, 10, 15, 10},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newGrowthRig(t)
+			de, _ := r.s.g.Vertex("DE")
+			us, _ := r.s.g.Vertex("US")
+			for i := range 3 {
+				r.s.ServedAt(0, de, c.reqDE)
+				r.s.ServedAt(0, us, c.reqUS)
+				opens := r.step(float64(2*i+2), c.de[i], c.us[i], false)
+				for _, d := range opens {
+					if c.name == "guests" && strings.Contains(d.Reason, "region na") {
+						t.Errorf("na opened for DE's viewers on its relay: %v", d)
+					}
+				}
+			}
+			if g := groupGrowth(t, r.s, "DE"); math.Abs(g-c.growEU) > 0.01 {
+				t.Errorf("eu provisions for %.2f of growth, want %v", g, c.growEU)
+			}
+			if g := groupGrowth(t, r.s, "US"); math.Abs(g-c.growNA) > 0.01 {
+				t.Errorf("na provisions for %.2f of growth, want %v", g, c.growNA)
+			}
+		})
+	}
+}
+
+// Without requests reported (ServedAt), the groups keep their own growth,
+// scaled to the stream's (TestMovesBetweenRegionsAreNotGrowth); the rates
+// of a stream that has no samples any more are forgotten.
+func TestRequestRatesForgotten(t *testing.T) {
+	r := newGrowthRig(t)
+	de, _ := r.s.g.Vertex("DE")
+	r.s.ServedAt(0, de, 10)
+	r.s.ServedAt(0, de, math.Inf(1)) // ignored
+	r.s.ServedAt(0, -1, 10)          // ignored
+	r.step(2, 50, 50, false)
+	if f := r.s.flow[groupKey{0, r.s.g.Region(de)}]; f == nil || f.rate != 10 {
+		t.Fatalf("rate %+v, want 10", f)
+	}
+	r.s.ServedAt(0, de, 10)
+	r.step(8, 50, 50, false) // 6 s later: 10 halved, plus 10
+	if f := r.s.flow[groupKey{0, r.s.g.Region(de)}]; math.Abs(f.rate-15) > 1e-9 {
+		t.Fatalf("rate %v after a half-life, want 15", f.rate)
+	}
+	r.s.Evaluate(at(10), nil, nil)
+	if len(r.s.flow) != 0 {
+		t.Fatalf("rates of a stream without samples kept: %v", r.s.flow)
 	}
 }

@@ -190,6 +190,11 @@ type group struct {
 	// growth the stream's audience leaves it (capGrowth)
 	total, slope, accel, predicted, scale float64
 	waiting                               float64 // of total: the region's viewers turned away
+	// this round (shareGrowth): the region's viewers' share of the
+	// stream's requests, the stream's audience's predicted growth, and
+	// whether the group's growth was set from them
+	share, streamGrowth float64
+	byShare             bool
 }
 
 // maxStreamPredictors bounds the per-stream audience predictors.
@@ -225,7 +230,12 @@ type Scaler struct {
 	// server could take since the last Evaluate
 	unserved  map[int]float64
 	unservedR map[groupKey]float64
-	lastEval  time.Time
+	// per stream and region of the viewers: requests that found a server
+	// since the last Evaluate, and their decaying rate (requests in the
+	// last flowHalfLife or so): where the stream's new viewers are
+	servedR  map[groupKey]float64
+	flow     map[groupKey]*flowRate
+	lastEval time.Time
 	// waitShare turns the requests turned away over this round into the
 	// viewers waiting (RetryAfter over the round's length)
 	waitShare float64
@@ -254,6 +264,8 @@ func New(cfg Config, g *graph.Graph) *Scaler {
 		strPred:    map[int]*Predictor{},
 		unserved:   map[int]float64{},
 		unservedR:  map[groupKey]float64{},
+		servedR:    map[groupKey]float64{},
+		flow:       map[groupKey]*flowRate{},
 	}
 	for i, sv := range g.Servers() {
 		s.capacity[i] = float64(sv.CapacityViewers)
@@ -532,6 +544,31 @@ func (s *Scaler) UnservedAt(stream int, loc graph.VertexID, n float64) {
 	}
 }
 
+// ServedAt records n requests for stream from viewers at loc that found a
+// server (the redirector's demand, less the requests turned away). Their
+// rate per region of the viewers is where the stream's audience grows: a
+// region's growth is its viewers' share of the stream's requests, times
+// the growth of the stream's whole audience (shareGrowth), whatever
+// region's relays serve them.
+func (s *Scaler) ServedAt(stream int, loc graph.VertexID, n float64) {
+	if !(n > 0) || math.IsInf(n, 0) || loc < 0 || int(loc) >= s.g.NumVertices() {
+		return
+	}
+	s.servedR[groupKey{stream, s.g.Region(loc)}] += n
+}
+
+// flowRate is a decaying count of requests: each one counts 1 when it
+// comes and half as much flowHalfLife later.
+type flowRate struct {
+	rate float64
+	at   time.Time
+}
+
+// flowHalfLife is the half-life of the request rates per region of the
+// viewers: a few sample intervals, so the share follows a surge as it
+// comes and is not one round's noise.
+const flowHalfLife = 6 * time.Second
+
 // SetHorizon changes how far ahead load is predicted (the controller
 // matches it to the relays' measured start-up time).
 func (s *Scaler) SetHorizon(h time.Duration) {
@@ -658,9 +695,11 @@ func (s *Scaler) Evaluate(now time.Time, samples []Sample, dst []Decision) []Dec
 	for _, g := range s.order {
 		s.prepare(now, g)
 	}
+	s.measureFlows(now)
 	s.capGrowth()
 	clear(s.unserved)
 	clear(s.unservedR)
+	clear(s.servedR)
 	for _, g := range s.order {
 		dst = s.evaluate(now, g, dst)
 	}
@@ -702,6 +741,7 @@ func (s *Scaler) prepare(now time.Time, g *group) {
 		pred = total
 	}
 	g.predicted, g.scale = pred, 1
+	g.share, g.streamGrowth, g.byShare = 0, 0, false
 }
 
 // predictRise is predict, extrapolating upwards no faster than the load
@@ -719,6 +759,36 @@ func (s *Scaler) predictRise(p *Predictor) float64 {
 	return pred
 }
 
+// measureFlows folds this round's requests per (stream, region of the
+// viewers) into their decaying rates; the rates of streams without samples
+// are forgotten.
+func (s *Scaler) measureFlows(now time.Time) {
+	for k := range s.servedR {
+		if s.flow[k] == nil {
+			if _, ok := s.strLoad[k.stream]; ok {
+				s.flow[k] = &flowRate{at: now}
+			}
+		}
+	}
+	for k, f := range s.flow {
+		if _, ok := s.strLoad[k.stream]; !ok {
+			delete(s.flow, k)
+			continue
+		}
+		if dt := now.Sub(f.at); dt > 0 {
+			f.rate *= math.Exp2(-dt.Seconds() / flowHalfLife.Seconds())
+		}
+		f.rate += s.servedR[k]
+		f.at = now
+	}
+}
+
+// growthSlack: a region's load may grow up to this many times its
+// viewers' share of the stream's growth before the rest is taken as
+// viewers moving in from other regions (the share is measured on requests,
+// moves included, and a region's relays fill unevenly).
+const growthSlack = 1.5
+
 // capGrowth scales, per stream, the growth its groups predict down to the
 // growth its whole audience predicts, while every request of the stream
 // found a server (then the audience summed over the servers is every
@@ -732,19 +802,64 @@ func (s *Scaler) predictRise(p *Predictor) float64 {
 // predictions.
 func (s *Scaler) capGrowth() {
 	sum := map[int]float64{}
+	flows := map[int]float64{}
 	for _, g := range s.order {
 		sum[g.key.stream] += math.Max(0, g.predicted-g.total)
+	}
+	for k, f := range s.flow {
+		flows[k.stream] += f.rate
 	}
 	for _, g := range s.order {
 		id := g.key.stream
 		sp := s.strPred[id]
-		if sp == nil || sum[id] <= 0 {
+		if sp == nil {
+			continue
+		}
+		if flows[id] > 0 {
+			s.shareGrowth(g, sp, flows[id])
+			continue
+		}
+		if sum[id] <= 0 {
 			continue
 		}
 		if str := math.Max(0, s.predictRise(sp)-sp.Last()); str < sum[id] {
 			g.scale = str / sum[id]
 		}
 	}
+}
+
+// shareGrowth sets the growth group g provisions for from where the
+// stream's requests come from: its region's viewers' share of them (flows:
+// the stream's request rate over every region), times the growth the
+// stream's whole audience predicts. A region's load counts viewers of
+// other regions that its relays serve while their own region's relays are
+// full or starting (a status does not say where its viewers are from);
+// they go home once their own relays serve, and relays opened for their
+// growth live their minimum lifetime with room. So the guests are capacity
+// in use (in the load now), and the growth is the region's own viewers':
+// at least its share (its viewers may be served elsewhere, or wait, while
+// its load does not grow), and the growth of its load up to growthSlack
+// times that share.
+func (s *Scaler) shareGrowth(g *group, sp *Predictor, flows float64) {
+	str := math.Max(0, s.predictRise(sp)-sp.Last())
+	f := s.flow[g.key]
+	share := 0.0
+	if f != nil {
+		share = f.rate / flows
+	}
+	g.share, g.streamGrowth = share, str
+	mine := str * share
+	own := g.predicted - g.total
+	if own <= 0 && mine <= 0 {
+		return // not growing: a fall stays predicted as such
+	}
+	growth := math.Max(mine, math.Min(math.Max(own, 0), growthSlack*mine))
+	g.byShare = true
+	if own > 0 {
+		g.scale = growth / own
+		return
+	}
+	g.predicted = g.total + growth
 }
 
 // steepenRatio: the growth steepens when the acceleration would raise the
@@ -846,7 +961,11 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 			if g.waiting >= 0.5 {
 				reason += fmt.Sprintf(" (of the viewers now, %.0f wait for a server: they were turned away)", g.waiting)
 			}
-			if g.scale < 1 {
+			switch {
+			case g.byShare:
+				reason += fmt.Sprintf(" (the growth is the region's viewers': %.0f%% of the stream's requests, of the growth its whole audience predicts, %.0f, at least, and the region's load's, %.0f, up to %.2g× that: viewers of other regions on its relays are capacity in use, not growth)",
+					100*g.share, g.streamGrowth, g.predicted-total, growthSlack)
+			case g.scale < 1:
 				reason += fmt.Sprintf(" (the growth predicted from the region's load, %.0f, is scaled to its share of the stream's whole audience's, %.0f%%: viewers moving between regions are not growth)", g.predicted-total, 100*g.scale)
 			}
 			if note != "" {
