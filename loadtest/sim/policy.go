@@ -121,15 +121,25 @@ func (b *baseline) common(e controller.Event, dst []controller.Decision) ([]cont
 			if b.down[i] || b.seen[i].IsZero() || e.Time.Sub(b.seen[i]) < b.ttl {
 				continue
 			}
-			b.down[i] = true
-			for s := range b.names {
-				delete(b.relays, [2]int{i, s})
-			}
-			dst = append(dst, controller.Decision{Action: controller.Down, Stream: -1, Server: i, Location: b.g.Servers()[i].Vertex})
+			dst = b.markDown(i, dst)
 		}
 		return dst, false
+	case controller.EvGone:
+		if e.Server >= 0 && e.Server < len(b.down) && !b.down[e.Server] {
+			dst = b.markDown(e.Server, dst)
+		}
+		return dst, true
 	}
 	return dst, true
+}
+
+// markDown forgets server i's relays, as the controller does.
+func (b *baseline) markDown(i int, dst []controller.Decision) []controller.Decision {
+	b.down[i] = true
+	for s := range b.names {
+		delete(b.relays, [2]int{i, s})
+	}
+	return append(dst, controller.Decision{Action: controller.Down, Stream: -1, Server: i, Location: b.g.Servers()[i].Vertex})
 }
 
 func (b *baseline) viewers(srv, s int) float64 {

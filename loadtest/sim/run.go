@@ -430,6 +430,15 @@ func (r *run) failures(now time.Time, t time.Duration) {
 			for _, j := range srvs {
 				r.kill(now, j)
 			}
+			if f.Region == "" {
+				// A relay process that dies: its bus connection closes
+				// and its listener refuses, and the orchestrator marks
+				// it down at once (docs/operations.md). A region cut off
+				// says nothing: its servers go silent for the status TTL.
+				for _, j := range srvs {
+					r.apply(now, controller.Event{Kind: controller.EvGone, Server: j, Why: "its process is gone"})
+				}
+			}
 		}
 		if r.failAt[i] && !r.failEnd[i] && f.For > 0 && t >= f.At+f.For {
 			r.failEnd[i] = true
@@ -444,7 +453,8 @@ func (r *run) failures(now time.Time, t time.Duration) {
 }
 
 // kill stops a server: its viewers lose it and are placed again; it sends
-// no more statuses (the controller finds out after the status TTL).
+// no more statuses (the controller finds out after the status TTL, or at
+// once for a process that dies: failures).
 func (r *run) kill(now time.Time, j int) {
 	if r.dead[j] {
 		return
