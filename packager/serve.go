@@ -202,8 +202,9 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 // keeps that distance: a playlist answered just before a part is cut puts
 // it up to a part further behind the encoder for good. The wait is bounded
 // (one and a half part targets; past that, what there is) and only this
-// kind of request waits: a CDN fetching the playlist gets it a part later
-// at most, and fresher. A nil error means: answer now, with what there is.
+// kind of request waits: a CDN fetching the playlist gets it at most that
+// much later, and fresher. A nil error means: answer now, with what there
+// is.
 func (st *stream) freshen(ctx context.Context, r Rendition) error {
 	sess := st.seg.current()
 	t := sess.byRend[r]
