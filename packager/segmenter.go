@@ -159,6 +159,8 @@ type segmenter struct {
 	// partMax is the longest part cut so far on any track, rounded up to
 	// the 10 µs a playlist prints: the PART-TARGET of the whole ladder.
 	partMax time.Duration
+	// partAt is when the newest part was cut (the wall clock).
+	partAt time.Time
 
 	// resume, when set, is where an earlier run of the packager for this
 	// stream stopped (see resumePoint); the first session continues it.
@@ -503,6 +505,7 @@ func (s *segmenter) flushTrack(t *track, asPart bool) {
 			independent: t.partSync || !t.video,
 		})
 		s.partMax = max(s.partMax, (d + 10*time.Microsecond - 1).Truncate(10*time.Microsecond))
+		s.partAt = s.now()
 		if s.onPart != nil {
 			s.onPart(t.rend)
 		}
@@ -805,6 +808,9 @@ func (s *segmenter) changes() uint64 { return s.version }
 // longestPart returns the longest part cut so far on any track (the
 // ladder's PART-TARGET), 0 before the first one.
 func (s *segmenter) longestPart() time.Duration { return s.partMax }
+
+// lastPartAt returns when the newest part was cut (zero before any).
+func (s *segmenter) lastPartAt() time.Time { return s.partAt }
 
 // resumed reports whether the current session goes on with the session of
 // the stopped run it resumes (same id, see resumePoint).

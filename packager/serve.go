@@ -110,6 +110,13 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 		waitError(w, err)
 		return
 	}
+	if !blocking && req.kind == fileMedia && !req.muxed && !req.tsPlay {
+		if err := st.freshen(r.Context(), req.rend); err != nil {
+			st.mu.Unlock()
+			waitError(w, err)
+			return
+		}
+	}
 	if req.kind == fileMedia && (!st.seg.current().hasRendition(req.rend) && !req.muxed || req.muxed && !st.muxedOffered()) ||
 		req.tsPlay && !st.tsPlayOffered(req.rend, req.kind) {
 		st.mu.Unlock()
@@ -185,6 +192,44 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 		h.Set("Content-Length", strconv.Itoa(len(body)))
 	}
 	st.p.serveBytes(w, r, body, ctype, cachePlaylist, etag, time.Time{})
+}
+
+// freshen holds a request for the low-latency playlist of rendition r made
+// without _HLS_msn (a player's first load, or a plain poll) until its next
+// part is out, unless the newest one is less than a quarter of a part old;
+// st.mu is held on entry and on return. A player computes where it starts
+// (PART-HOLD-BACK behind the edge) from the first playlist it loads, and
+// keeps that distance: a playlist answered just before a part is cut puts
+// it up to a part further behind the encoder for good. The wait is bounded
+// (one and a half part targets; past that, what there is) and only this
+// kind of request waits: a CDN fetching the playlist gets it at most that
+// much later, and fresher. A nil error means: answer now, with what there
+// is.
+func (st *stream) freshen(ctx context.Context, r Rendition) error {
+	sess := st.seg.current()
+	t := sess.byRend[r]
+	if st.ended || t == nil || !t.parts || st.app_.HLS != HLSLowLatency {
+		return nil
+	}
+	pt := max(st.seg.longestPart(), st.p.cfg.PartTarget)
+	if st.p.now().Sub(st.seg.lastPartAt()) < pt/4 {
+		return nil
+	}
+	msn, part := st.seg.next(), 0
+	if cur := st.seg.inProgress(); cur != nil && cur.sess == sess {
+		msn, part = cur.msn, len(cur.track(r).parts)
+	}
+	st.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, pt*3/2)
+	defer cancel()
+	err := st.waitFor(wctx, func() bool { return st.reached(r, msn, part) })
+	switch {
+	case err == nil, errors.Is(err, errEnded):
+		return nil
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return nil // no part within the bound: what there is
+	}
+	return err
 }
 
 // render returns the cached rendering of key for the current version, or
