@@ -27,10 +27,14 @@ func runLoadtest(ctx context.Context, args []string) error {
 	if len(args) > 0 && (args[0] == "hls" || args[0] == "dash") {
 		return runLoadtestHTTP(ctx, args[0], args[1:])
 	}
+	if len(args) > 0 && args[0] == "httpfloor" {
+		return runLoadtestFloor(ctx, args[1:])
+	}
 	if len(args) == 0 || args[0] != "rtmp" {
 		fmt.Fprintln(os.Stderr, "usage: relaymesh loadtest rtmp --url rtmp://HOST:PORT/APP/NAME --viewers N [--ramp 5s] [--duration 30s] [--slow K --slow-rate 300kbit] [--json]")
 		fmt.Fprintln(os.Stderr, "       relaymesh loadtest hls|dash --url http://HOST/…/index.m3u8|manifest.mpd --clients N [--duration 30s] [--throttled 10% --throttle-kbps 800] [--ll auto|off] [--pids PID,…] [--json]")
 		fmt.Fprintln(os.Stderr, "       relaymesh loadtest peer [--proto rtmp|hls] [--viewers 500,1000] [--duration 20s] [--json]   (relaymesh relay vs nginx-rtmp edge)")
+		fmt.Fprintln(os.Stderr, "       relaymesh loadtest httpfloor --upstream http://HOST/hls/APP/NAME/muxed.m3u8 [--listen ADDR]   (the HTTP floor of loadtest peer --proto hls)")
 		return flag.ErrHelp
 	}
 	fs := flag.NewFlagSet("loadtest rtmp", flag.ContinueOnError)
@@ -131,7 +135,7 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 	relayConfig := fs.String("relay-config", "", "configuration file for the relaymesh relay under test")
 	bin := fs.String("bin", "", "relaymesh binary run as the primary and the relay under test (default: this one), to compare builds")
 	primaryAdaptive := fs.Bool("primary-adaptive", false, "leave the primary's write rounds adaptive (default: every link in whole rounds, so both edges get the same input; needed for builds without rtmp.whole_rounds)")
-	hlsEntries := fs.String("hls-entries", "index,muxed", "hls: the relaymesh playlists measured, each beside nginx-rtmp in its own windows: index (the ladder's top rung with the separate audio rendition), muxed (muxed.m3u8, the audio inside the video segments)")
+	hlsEntries := fs.String("hls-entries", "index,muxed,floor", "hls: what is measured, each beside nginx-rtmp in its own windows: index (the ladder's top rung with the separate audio rendition), muxed (muxed.m3u8, the audio inside the video segments), floor (muxed.m3u8 mirrored and served from memory by Go's net/http alone: loadtest httpfloor)")
 	relayProcs := fs.Int("relay-gomaxprocs", 0, "run the relay under test with this GOMAXPROCS (default: every core; 1 matches nginx-rtmp's one worker)")
 	floor := fs.String("floor", "", "source directory of the bare fan-out program (measured beside the servers at each size; skipped when absent)")
 	profileDir := fs.String("profile", "", "directory for CPU and heap profiles of the relay over each steady window (relay-cpu-N.pprof, relay-heap-N.pprof)")

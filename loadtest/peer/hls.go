@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
@@ -128,6 +130,12 @@ type HLSReport struct {
 const (
 	EntryIndex = "index" // index.m3u8: the ladder, top rung, separate audio
 	EntryMuxed = "muxed" // muxed.m3u8: the audio inside full's segments
+	// EntryFloor is not relaymesh's serving but its floor: muxed.m3u8 and
+	// its segments mirrored by `relaymesh loadtest httpfloor`
+	// (loadtest/httpfloor) and served from memory by Go's net/http alone,
+	// the same requests and bytes as the muxed entry's. Its process runs
+	// for its own windows only.
+	EntryFloor = "floor"
 )
 
 // RunHLS compares the HLS serving of a relaymesh relay and an nginx-rtmp
@@ -154,7 +162,7 @@ func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
 		cfg.Warmup = 15 * time.Second
 	}
 	if len(cfg.HLSEntries) == 0 {
-		cfg.HLSEntries = []string{EntryIndex, EntryMuxed}
+		cfg.HLSEntries = []string{EntryIndex, EntryMuxed, EntryFloor}
 	}
 	if err := cfg.defaults(); err != nil {
 		return nil, err
@@ -163,6 +171,9 @@ func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
 		name string
 		url  string
 		pids func() []int
+		// start, when set, starts the server before each of its windows;
+		// the function it returns stops it.
+		start func() (func(), error)
 	}
 	var relays []server
 	cleanup, err := cfg.workDir()
@@ -180,14 +191,22 @@ func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
 	for _, en := range cfg.HLSEntries {
 		switch en {
 		case EntryIndex:
-			relays = append(relays, server{"relaymesh", "http://" + e.relayHTTP + "/hls/live/bench/index.m3u8", e.relayPIDs})
+			relays = append(relays, server{name: "relaymesh", url: "http://" + e.relayHTTP + "/hls/live/bench/index.m3u8", pids: e.relayPIDs})
 		case EntryMuxed:
-			relays = append(relays, server{"relaymesh-muxed", "http://" + e.relayHTTP + "/hls/live/bench/muxed.m3u8", e.relayPIDs})
+			relays = append(relays, server{name: "relaymesh-muxed", url: "http://" + e.relayHTTP + "/hls/live/bench/muxed.m3u8", pids: e.relayPIDs})
+		case EntryFloor:
+			port, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			f := &floorProc{bin: cfg.Bin, dir: cfg.WorkDir, listen: port, upstream: "http://" + e.relayHTTP + "/hls/live/bench/muxed.m3u8"}
+			relays = append(relays, server{name: "go-http-floor", url: "http://" + port + "/muxed.m3u8", pids: f.pids,
+				start: func() (func(), error) { return f.start(ctx) }})
 		default:
-			return nil, fmt.Errorf("HLS entry %q: want %s or %s", en, EntryIndex, EntryMuxed)
+			return nil, fmt.Errorf("HLS entry %q: want %s, %s or %s", en, EntryIndex, EntryMuxed, EntryFloor)
 		}
 	}
-	nginx := server{"nginx-rtmp", "http://" + e.nginxHTTP + "/hls/bench.m3u8", e.nginxPIDs}
+	nginx := server{name: "nginx-rtmp", url: "http://" + e.nginxHTTP + "/hls/bench.m3u8", pids: e.nginxPIDs}
 	swarm := func(url string, n int, d time.Duration, pids []int) (*httpswarm.Report, error) {
 		return httpswarm.Run(ctx, httpswarm.Config{URL: url, Proto: httpswarm.HLS, Clients: n, Duration: d,
 			LowLatency: httpswarm.LLOff, Reload: cfg.Reload, Rendition: "top", PIDs: pids})
@@ -195,7 +214,12 @@ func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
 	// Both servers must have a playlist before anyone is measured: nginx
 	// writes its first one after a pull and a whole fragment, later on a
 	// busy machine than any fixed warm-up allows.
-	all := append(append([]server{}, relays...), nginx)
+	var all []server
+	for _, s := range append(append([]server{}, relays...), nginx) {
+		if s.start == nil { // the floor is started for its windows
+			all = append(all, s)
+		}
+	}
 	for _, s := range all {
 		if err := waitPlaylist(ctx, s.url, time.Minute); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
@@ -218,6 +242,17 @@ func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
 	for _, n := range cfg.Viewers {
 		for _, relay := range relays {
 			fmt.Fprintf(cfg.Progress, "%s and nginx-rtmp, %d viewers each, %s\n", relay.name, n, cfg.Duration)
+			stop := func() {}
+			if relay.start != nil {
+				var err error
+				if stop, err = relay.start(); err != nil {
+					return rep, fmt.Errorf("%s: %w", relay.name, err)
+				}
+				if err := waitPlaylist(ctx, relay.url, time.Minute); err != nil {
+					stop()
+					return rep, fmt.Errorf("%s: %w", relay.name, err)
+				}
+			}
 			pair := []server{relay, nginx}
 			results := make([]HLSResult, len(pair))
 			errs := make([]error, len(pair))
@@ -252,6 +287,7 @@ func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
 				}()
 			}
 			wg.Wait()
+			stop()
 			for _, err := range errs {
 				if err != nil {
 					return rep, err
@@ -324,4 +360,53 @@ func waitPlaylist(ctx context.Context, url string, limit time.Duration) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// floorProc runs `relaymesh loadtest httpfloor` (EntryFloor) for a window.
+type floorProc struct {
+	bin, dir, listen, upstream string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+func (f *floorProc) pids() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cmd == nil || f.cmd.Process == nil {
+		return nil
+	}
+	return []int{f.cmd.Process.Pid}
+}
+
+// start starts the floor; the function it returns stops it.
+func (f *floorProc) start(ctx context.Context) (func(), error) {
+	logf, err := os.OpenFile(filepath.Join(f.dir, "httpfloor.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, f.bin, "loadtest", "httpfloor", "--upstream", f.upstream, "--listen", f.listen)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	f.mu.Lock()
+	f.cmd = cmd
+	f.mu.Unlock()
+	return func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		logf.Close()
+		f.mu.Lock()
+		f.cmd = nil
+		f.mu.Unlock()
+	}, nil
 }

@@ -48,8 +48,9 @@ func TestRunHLS(t *testing.T) {
 	}
 	// A ratio is left out where nginx-rtmp's CPU time in the short window
 	// rounds to 0 (/proc counts in 10 ms steps).
-	// Two entries (index, muxed), each beside nginx-rtmp, at two sizes.
-	if len(r.Results) != 8 || len(r.Ratios) > 4 || len(r.Servers) != 4 {
+	// Three entries (index, muxed, the floor), each beside nginx-rtmp, at
+	// two sizes.
+	if len(r.Results) != 12 || len(r.Ratios) > 6 || len(r.Servers) != 6 {
 		t.Fatalf("%+v", r)
 	}
 	for _, x := range r.Results {
