@@ -140,7 +140,7 @@ func (m *Mirror) refresh(ctx context.Context) error {
 // its EXT-X-MAP.
 func References(pl []byte) []string {
 	var refs []string
-	for _, line := range strings.Split(string(pl), "\n") {
+	for _, line := range strings.FieldsFunc(string(pl), func(r rune) bool { return r == '\n' || r == '\r' }) {
 		line = strings.TrimSpace(line)
 		switch {
 		case line == "":
