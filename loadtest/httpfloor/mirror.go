@@ -140,8 +140,10 @@ func (m *Mirror) refresh(ctx context.Context) error {
 // its EXT-X-MAP.
 func References(pl []byte) []string {
 	var refs []string
-	for _, line := range strings.FieldsFunc(string(pl), func(r rune) bool { return r == '\n' || r == '\r' }) {
-		line = strings.TrimSpace(line)
+	// Lines end with LF or CR LF; a line is a tag, a URI as it stands, or
+	// blank (RFC 8216, 4.1).
+	for _, line := range strings.Split(string(pl), "\n") {
+		line = strings.TrimSuffix(line, "\r")
 		switch {
 		case line == "":
 		case strings.HasPrefix(line, "#EXT-X-MAP:"):
