@@ -619,7 +619,7 @@ func (c *Controller) Ready(now time.Time, server, id int, dst []Decision) []Deci
 // measureStartup folds one relay's start-up time into the average and,
 // unless Scaling.Horizon is set, matches the predictor's horizon to it: the
 // load a new relay must take is the load when it is ready, so the horizon
-// is the start-up time with a margin (1.5 × the average + 4 s, between
+// is the start-up time with a margin (1.2 × the average + 2 s, between
 // 5 s and 2 min).
 func (c *Controller) measureStartup(d time.Duration) {
 	if d < 0 {
