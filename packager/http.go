@@ -173,6 +173,7 @@ func (p *Packager) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	st.viewerGauge.Set(float64(n))
 	aud = st.audience
 	aud.touch(protoIndex(proto), key, now)
+	req.client = key
 	st.serve(sw, r, req)
 }
 
@@ -291,6 +292,8 @@ type fileReq struct {
 	// (fileMultivariant) or ts_{rendition}.m3u8 (fileMedia). Its segments
 	// are fileTS.
 	tsPlay bool
+	// client is the requesting client (viewerKey), set when it is served.
+	client string
 }
 
 // manifestNumber marks a request for the manifest addressed by $Number$

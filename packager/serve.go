@@ -110,7 +110,7 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 		waitError(w, err)
 		return
 	}
-	if !blocking && req.kind == fileMedia && !req.muxed && !req.tsPlay {
+	if !blocking && req.kind == fileMedia && !req.muxed && !req.tsPlay && st.firstLoad(req.client, req.rend, st.p.now()) {
 		if err := st.freshen(r.Context(), req.rend); err != nil {
 			st.mu.Unlock()
 			waitError(w, err)
@@ -194,16 +194,17 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 	st.p.serveBytes(w, r, body, ctype, cachePlaylist, etag, time.Time{})
 }
 
-// freshen holds a request for the low-latency playlist of rendition r made
-// without _HLS_msn (a player's first load, or a plain poll) until its next
-// part is out, unless the newest one is less than a quarter of a part old;
+// freshen holds a player's first load of the low-latency playlist of
+// rendition r (a request without _HLS_msn: firstLoad; a plain poller's
+// requests are answered at once) until its next part is out, unless the
+// newest one is less than a quarter of a part old;
 // st.mu is held on entry and on return. A player computes where it starts
 // (PART-HOLD-BACK behind the edge) from the first playlist it loads, and
 // keeps that distance: a playlist answered just before a part is cut puts
 // it up to a part further behind the encoder for good. The wait is bounded
 // (one and a half part targets; past that, what there is) and only this
-// kind of request waits: a CDN fetching the playlist gets it at most that
-// much later, and fresher. A nil error means: answer now, with what there
+// kind of request waits: a CDN fetching the playlist for the first time gets
+// it at most that much later, and fresher, and its polls after it at once. A nil error means: answer now, with what there
 // is.
 func (st *stream) freshen(ctx context.Context, r Rendition) error {
 	sess := st.seg.current()

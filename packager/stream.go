@@ -27,7 +27,10 @@ type stream struct {
 	pumpCtx    context.Context
 	pumpCancel context.CancelFunc
 	ready      chan struct{} // closed once subscribed (or failed: see startErr)
-	done       chan struct{} // closed when the pump has stopped
+	// polls: when each client last asked for a media playlist without
+	// _HLS_msn (firstload.go); st.mu.
+	polls map[pollKey]time.Time
+	done  chan struct{} // closed when the pump has stopped
 
 	startErr   error
 	lastAccess atomic.Int64 // unix nanoseconds

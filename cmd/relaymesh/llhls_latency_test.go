@@ -124,11 +124,12 @@ func TestLLHLSLatency(t *testing.T) {
 	// A player's first load (no _HLS_msn) at a moment of its own: how old
 	// its newest part is when it arrives, by PROGRAM-DATE-TIME. A player
 	// starts PART-HOLD-BACK behind that edge and keeps the distance, so
-	// this age adds to its latency for good.
+	// this age adds to its latency for good. Each load is a player of its
+	// own (a session): repeated from one client, they are polls.
 	var first []time.Duration
 	for i := range 20 {
 		time.Sleep(time.Duration(37+i*53%250) * time.Millisecond) // spread over a part's phases
-		p, err := c.playlist("full.m3u8")
+		p, err := c.playlist("full.m3u8?session=first-" + strconv.Itoa(i))
 		if err != nil {
 			t.Fatal(err)
 		}
