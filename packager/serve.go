@@ -197,15 +197,14 @@ func (st *stream) servePlaylist(w http.ResponseWriter, r *http.Request, req file
 // freshen holds a player's first load of the low-latency playlist of
 // rendition r (a request without _HLS_msn: firstLoad; a plain poller's
 // requests are answered at once) until its next part is out, unless the
-// newest one is less than a quarter of a part old;
-// st.mu is held on entry and on return. A player computes where it starts
-// (PART-HOLD-BACK behind the edge) from the first playlist it loads, and
-// keeps that distance: a playlist answered just before a part is cut puts
-// it up to a part further behind the encoder for good. The wait is bounded
-// (one and a half part targets; past that, what there is) and only this
-// kind of request waits: a CDN fetching the playlist for the first time gets
-// it at most that much later, and fresher, and its polls after it at once. A nil error means: answer now, with what there
-// is.
+// newest one is less than a quarter of a part old; st.mu is held on entry
+// and on return. A player computes where it starts (PART-HOLD-BACK behind
+// the edge) from the first playlist it loads, and keeps that distance: a
+// playlist answered just before a part is cut puts it up to a part further
+// behind the encoder for good. The wait is bounded (one and a half part
+// targets; past that, what there is): a CDN fetching the playlist for the
+// first time gets it at most that much later, and fresher, and its polls
+// after it at once. A nil error means: answer now, with what there is.
 func (st *stream) freshen(ctx context.Context, r Rendition) error {
 	sess := st.seg.current()
 	t := sess.byRend[r]

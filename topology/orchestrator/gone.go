@@ -40,11 +40,10 @@ func (l *liveAddrs) status(srv int, s bus.Status, now time.Time) {
 	l.seen[srv] = now
 }
 
-// goneResult is a probe's answer about server srv, whose bus connection
-// closed at since.
+// goneResult: a probe found the listener of server srv refusing; its bus
+// connection closed at since.
 type goneResult struct {
 	srv    int
-	out    liveness.Outcome
 	probes int
 	since  time.Time
 	reason string // the NATS server's reason for the disconnect
@@ -103,7 +102,7 @@ func (st *state) onDisconnect(ctx context.Context, now time.Time, d bus.Disconne
 			return
 		}
 		select {
-		case p.out <- goneResult{srv: srv, out: out, probes: n, since: now, reason: d.Reason, addr: addr}:
+		case p.out <- goneResult{srv: srv, probes: n, since: now, reason: d.Reason, addr: addr}:
 		case <-ctx.Done():
 		}
 	}()
