@@ -168,6 +168,14 @@ func startPublisherGOP(t *testing.T, url string, d time.Duration, kbps, gop int)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Cleanups run last first: this one after the kill, so a failed test
+	// shows what ffmpeg said and how it ended (a publish that never went
+	// live is ffmpeg's refusal, a dead node or a slow start).
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("publisher ffmpeg to %s: %v; its stderr: %q", url, p.cmd.ProcessState, p.stderr.String())
+		}
+	})
 	t.Cleanup(p.kill)
 	return p
 }

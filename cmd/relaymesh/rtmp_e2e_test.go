@@ -49,7 +49,12 @@ func waitLive(t *testing.T, n *testNode, app, name string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("%s/%s never went live on %s", app, name, n.rtmp)
+	select {
+	case <-n.done:
+		t.Fatalf("%s/%s never went live on %s: the node returned: %v", app, name, n.rtmp, n.err)
+	default:
+	}
+	t.Fatalf("%s/%s never went live on %s (streams there: %v)", app, name, n.rtmp, streams(t, n))
 }
 
 func streams(t *testing.T, n *testNode) []map[string]any {
