@@ -89,11 +89,12 @@ type Conn struct {
 	raw        syscall.RawConn
 	rawWrite   func(fd uintptr) // doRawWrite, bound once
 	rawErr     error
-	stuckSince time.Time // the socket has taken nothing since
-	slowUntil  time.Time // the socket was full lately: feed it in small steps
-	failed     error     // a media source ended: close once its status is written
-	retry      bool      // the last service left something for a later round
-	nextDue    time.Time // no media round for the connection before
+	stuckSince time.Time  // the socket has taken nothing since
+	slowUntil  time.Time  // the socket was full lately: feed it in small steps
+	failed     error      // a media source ended: close once its status is written
+	retry      bool       // the last service left something for a later round
+	nextDue    time.Time  // no media round for the connection before
+	burst      burstMeter // the media of the current service (burst.go)
 	// mediaPending: a media source has frames (MediaReady since the last
 	// service); relayLink: the peer is a downstream relay, whose link is
 	// written in whole write_batch rounds (see Flusher).

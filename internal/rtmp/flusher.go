@@ -23,7 +23,9 @@ import (
 // Gap(connections of its worker): with few viewers that is a few
 // milliseconds, so a small audience gets frames with little added latency;
 // with many it grows to nearly Interval, because each round's writev per
-// connection then carries several frames, and batching is what pays.
+// connection then carries several frames, and batching is what pays. Media
+// that arrives in bursts is batched already: a service that wrote one is
+// not followed by a Gap (burst.go).
 //
 // A downstream relay's link is written in whole rounds (Interval apart)
 // whatever the audience: batching there pays at every viewer behind it, and
@@ -304,9 +306,10 @@ func (w *flushWorker) round(now time.Time, all bool) (next time.Time, again bool
 			}
 			continue
 		}
+		grid, due := false, c.nextDue
 		if pending {
 			c.mediaPending.Store(false)
-			if w.f.cfg.Whole || c.relayLink.Load() {
+			if grid = w.f.cfg.Whole || c.relayLink.Load(); grid {
 				// On a grid of Interval shared by every worker, so that all
 				// relays' links (and whatever reads like one) get the same
 				// rounds.
@@ -316,6 +319,15 @@ func (w *flushWorker) round(now time.Time, all bool) (next time.Time, again bool
 			}
 		}
 		if c.service(now) {
+			switch {
+			case !pending || grid:
+			case c.burst.n == 0:
+				// Nothing to write after all (a control message's service
+				// took it first): no Gap for that.
+				c.nextDue = due
+			case c.burst.together():
+				c.nextDue = now // batched upstream: no Gap (burst.go)
+			}
 			kept = append(kept, c)
 			if c.retry {
 				again = true

@@ -345,3 +345,57 @@ func TestFlusherRelayLinkOnGrid(t *testing.T) {
 		}
 	}
 }
+
+// A burst that reaches the hub in two parts (the second a little later) is
+// written whole as it comes, not its second part a Gap after the first;
+// media that trickles in a frame at a time waits for the Gap (burst.go).
+func TestFlusherBurstNotHeldByGap(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// One connection already has the whole Gap: 9/10 of a second.
+	f := NewAdaptiveFlusher(ctx, time.Second, FlusherConfig{Workers: 1, FullBatchConns: 1})
+	srv, cli := flusherPair(t, f, ConnConfig{})
+	src := &memSource{}
+	srv.Bind(1, src, nil, nil)
+	cli.SetReadTimeout(5 * time.Second)
+	frame := func(ts uint32) *av.Frame {
+		v := video(ts, 500)
+		v.Arrived = av.Monotonic()
+		return v
+	}
+	read := func(n int) time.Time {
+		t.Helper()
+		for range n {
+			if _, err := cli.ReadMessage(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return time.Now()
+	}
+	// The first part of a burst: 100 ms of media arriving at once.
+	for i := range 4 {
+		src.push(frame(uint32(i * 25)))
+	}
+	srv.MediaReady()
+	first := read(4)
+	// Its second part, 5 ms later.
+	time.Sleep(5 * time.Millisecond)
+	for i := 4; i < 6; i++ {
+		src.push(frame(uint32(i * 25)))
+	}
+	srv.MediaReady()
+	if d := read(2).Sub(first); d > 300*time.Millisecond {
+		t.Errorf("the rest of a burst was written %v after its first part, want it as it came (the Gap is 900ms)", d)
+	}
+
+	// Trickling media: a frame, then the next; the second waits for the Gap.
+	time.Sleep(950 * time.Millisecond) // past any Gap of the bursts
+	src.push(frame(200))
+	srv.MediaReady()
+	first = read(1)
+	src.push(frame(225))
+	srv.MediaReady()
+	if d := read(1).Sub(first); d < 500*time.Millisecond {
+		t.Errorf("a trickled frame was written %v after the one before, want the Gap (900ms)", d)
+	}
+}

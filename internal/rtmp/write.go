@@ -97,6 +97,7 @@ func (c *Conn) appendFrame(b *binding, f *av.Frame) {
 			c.batchMedia, c.batchFirst = true, f.Timestamp
 		}
 		c.batchLast = f.Timestamp
+		c.burst.add(f)
 		c.latencyFrame(b, f)
 	}
 	switch f.Kind {

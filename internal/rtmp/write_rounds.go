@@ -19,6 +19,7 @@ func (c *Conn) service(now time.Time) bool {
 		return false
 	}
 	c.retry = false
+	c.burst.reset()
 	if c.writer.Pending() > 0 {
 		if !c.flushSome(now) {
 			return false
