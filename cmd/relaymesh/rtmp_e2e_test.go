@@ -37,10 +37,13 @@ func startMesh(t *testing.T, relays int) *mesh {
 
 func (m *mesh) publishURL() string { return "rtmp://" + m.primary.rtmp + "/live/cam?key=s3cret" }
 
-// waitLive waits until the stream is live on the node's HTTP API.
+// waitLive waits until the stream is live on the node's HTTP API. An
+// ffmpeg publisher goes live within a few seconds; the bound is for a
+// machine busy building and running the other packages' tests beside
+// these (it took more than 15 s once in CI).
 func waitLive(t *testing.T, n *testNode, app, name string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, s := range streams(t, n) {
 			if s["app"] == app && s["name"] == name && s["live"] == true {
