@@ -137,6 +137,7 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 	primaryAdaptive := fs.Bool("primary-adaptive", false, "leave the primary's write rounds adaptive (default: every link in whole rounds, so both edges get the same input; needed for builds without rtmp.whole_rounds)")
 	hlsEntries := fs.String("hls-entries", "index,muxed,floor", "hls: what is measured, each beside nginx-rtmp in its own windows: index (the ladder's top rung with the separate audio rendition), muxed (muxed.m3u8, the audio inside the video segments), floor (muxed.m3u8 mirrored and served from memory by Go's net/http alone: loadtest httpfloor)")
 	relayProcs := fs.Int("relay-gomaxprocs", 0, "run the relay under test with this GOMAXPROCS (default: every core; 1 matches nginx-rtmp's one worker)")
+	pin := fs.Bool("pin", false, "run the servers under test (relay, nginx-rtmp, floor) on the last CPU and the swarm, the publisher and the primary on the others (Linux, two CPUs or more): the relay's latency without its wait for a core; a diagnostic, its CPU ratios are not the comparison (the swarm on fewer CPUs falls behind)")
 	floor := fs.String("floor", "", "source directory of the bare fan-out program (measured beside the servers at each size; skipped when absent)")
 	profileDir := fs.String("profile", "", "directory for CPU and heap profiles of the relay over each steady window (relay-cpu-N.pprof, relay-heap-N.pprof)")
 	if err := fs.Parse(args); err != nil {
@@ -164,7 +165,7 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 	}
 	cfg := peer.Config{Viewers: sizes, Duration: *duration, BitrateKbps: *kbps, Progress: os.Stderr, RelayConfig: *relayConfig,
 		Reload: *reload, Fragment: *fragment, FloorDir: *floor, Bin: *bin, PrimaryAdaptive: *primaryAdaptive,
-		HLSEntries: strings.Split(*hlsEntries, ","), RelayGOMAXPROCS: *relayProcs, ProfileDir: *profileDir}
+		HLSEntries: strings.Split(*hlsEntries, ","), RelayGOMAXPROCS: *relayProcs, ProfileDir: *profileDir, Pin: *pin}
 	if *proto == "hls" {
 		r, err := peer.RunHLS(ctx, cfg)
 		if err != nil {

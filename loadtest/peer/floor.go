@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,14 +47,22 @@ func buildFloor(ctx context.Context, dir, workDir string) (string, error) {
 	return out, nil
 }
 
-// runFloor measures the floor at n viewers over d.
-func runFloor(ctx context.Context, bin, workDir string, n int, d time.Duration) (FloorResult, error) {
+// runFloor measures the floor at n viewers over d (on the servers' CPU
+// when pin is set: the whole program, its readers too).
+func runFloor(ctx context.Context, pin *pinning, bin, workDir string, n int, d time.Duration) (FloorResult, error) {
 	js := filepath.Join(workDir, "floor-"+strconv.Itoa(n)+".json")
 	args := append(append([]string{}, floorArgs...), "-n", strconv.Itoa(n), "-warm", "2s", "-d", d.String(), "-json", js)
 	ctx, cancel := context.WithTimeout(ctx, d+90*time.Second)
 	defer cancel()
-	if b, err := exec.CommandContext(ctx, bin, args...).CombinedOutput(); err != nil {
-		return FloorResult{}, fmt.Errorf("floor at %d: %v: %s", n, err, b)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := pin.start(cmd, true)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil {
+		return FloorResult{}, fmt.Errorf("floor at %d: %v: %s", n, err, out.Bytes())
 	}
 	b, err := os.ReadFile(js)
 	if err != nil {

@@ -199,7 +199,7 @@ func RunHLS(ctx context.Context, cfg Config) (*HLSReport, error) {
 			if err != nil {
 				return nil, err
 			}
-			f := &floorProc{bin: cfg.Bin, dir: cfg.WorkDir, listen: port, upstream: "http://" + e.relayHTTP + "/hls/live/bench/muxed.m3u8"}
+			f := &floorProc{bin: cfg.Bin, dir: cfg.WorkDir, pin: e.pin, listen: port, upstream: "http://" + e.relayHTTP + "/hls/live/bench/muxed.m3u8"}
 			relays = append(relays, server{name: "go-http-floor", url: "http://" + port + "/muxed.m3u8", pids: f.pids,
 				start: func() (func(), error) { return f.start(ctx) }})
 		default:
@@ -365,6 +365,7 @@ func waitPlaylist(ctx context.Context, url string, limit time.Duration) error {
 // floorProc runs `relaymesh loadtest httpfloor` (EntryFloor) for a window.
 type floorProc struct {
 	bin, dir, listen, upstream string
+	pin                        *pinning // nil: not pinned
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -387,7 +388,7 @@ func (f *floorProc) start(ctx context.Context) (func(), error) {
 	}
 	cmd := exec.CommandContext(ctx, f.bin, "loadtest", "httpfloor", "--upstream", f.upstream, "--listen", f.listen)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	if err := f.pin.start(cmd, true); err != nil {
 		logf.Close()
 		return nil, err
 	}

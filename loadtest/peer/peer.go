@@ -49,7 +49,14 @@ type Config struct {
 	// steady window (relay-cpu-N.pprof) and a heap profile at its end
 	// (relay-heap-N.pprof), from the relay's /debug/pprof.
 	ProfileDir string
-	Progress   io.Writer
+	// Pin runs the servers under test (relay, nginx-rtmp, floor) on the
+	// last CPU and the swarm, the publisher and the primary on the others
+	// (Linux, two CPUs or more): the relay's latency is then its own, not
+	// its wait for a core it shares with the players. A diagnostic: on two
+	// CPUs the swarm alone on one falls behind nginx-rtmp at 1,000 viewers,
+	// so the CPU ratios of such a run are not the comparison.
+	Pin      bool
+	Progress io.Writer
 
 	// HLS runs (RunHLS): nginx-rtmp's hls_fragment (default 2s, the GOP),
 	// and the playlist reload interval of the clients (default 500ms).
@@ -184,6 +191,7 @@ type env struct {
 	primary, relayRTMP, relayHTTP, nginxRTMP, nginxHTTP string
 	relay, nginx                                        *exec.Cmd
 	procs                                               []*exec.Cmd
+	pin                                                 *pinning // nil: not pinned
 }
 
 // relayPIDs and nginxPIDs are the processes whose CPU time counts.
@@ -221,8 +229,20 @@ func startEnv(ctx context.Context, cfg Config, hls bool) (*env, error) {
 		ports[i] = p
 	}
 	e := &env{primary: ports[0], relayRTMP: ports[1], relayHTTP: ports[2], nginxRTMP: ports[4], nginxHTTP: ports[5]}
+	if cfg.Pin {
+		p, err := newPinning()
+		if err != nil {
+			return e, err
+		}
+		if err := p.pinSelf(); err != nil {
+			return e, err
+		}
+		e.pin = p
+		fmt.Fprintf(cfg.Progress, "pinned: %s\n", p.describe())
+	}
 	primaryHTTP := ports[3]
 	var env []string // of the next process started (nil: this one's)
+	server := false  // the next process started is a server under test
 	start := func(name string, args ...string) (*exec.Cmd, error) {
 		logf, err := os.Create(filepath.Join(cfg.WorkDir, filepath.Base(name)+strconv.Itoa(len(e.procs))+".log"))
 		if err != nil {
@@ -231,7 +251,9 @@ func startEnv(ctx context.Context, cfg Config, hls bool) (*env, error) {
 		cmd := exec.Command(name, args...)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.Env, env = env, nil
-		if err := cmd.Start(); err != nil {
+		onServers := server
+		server = false
+		if err := e.pin.start(cmd, onServers); err != nil {
 			return nil, err
 		}
 		e.procs = append(e.procs, cmd)
@@ -263,6 +285,7 @@ func startEnv(ctx context.Context, cfg Config, hls bool) (*env, error) {
 		relayArgs = append(relayArgs, "--pprof")
 	}
 	var err error
+	server = true
 	if e.relay, err = start(cfg.Bin, relayArgs...); err != nil {
 		return e, err
 	}
@@ -285,6 +308,7 @@ func startEnv(ctx context.Context, cfg Config, hls bool) (*env, error) {
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		return e, err
 	}
+	server = true
 	if e.nginx, err = start(cfg.Nginx, "-p", cfg.WorkDir, "-c", conf); err != nil {
 		return e, err
 	}
@@ -300,6 +324,13 @@ func startEnv(ctx context.Context, cfg Config, hls bool) (*env, error) {
 		"-b:v", k, "-maxrate", k, "-bufsize", k, "-c:a", "aac", "-b:a", "96k",
 		"-f", "flv", "rtmp://"+e.primary+"/live/bench"); err != nil {
 		return e, err
+	}
+	if e.pin != nil {
+		// A thread the runtime started while one had the servers' CPU for
+		// a fork would have kept it.
+		if err := e.pin.pinSelf(); err != nil {
+			return e, err
+		}
 	}
 	time.Sleep(3 * time.Second)
 	return e, nil
@@ -376,7 +407,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		if floorBin != "" {
 			fmt.Fprintf(cfg.Progress, "floor (bare fan-out), %d viewers, %s\n", n, cfg.Duration)
-			fl, err := runFloor(ctx, floorBin, cfg.WorkDir, n, cfg.Duration)
+			fl, err := runFloor(ctx, e.pin, floorBin, cfg.WorkDir, n, cfg.Duration)
 			if err != nil {
 				rep.FloorSkipped = err.Error()
 				floorBin = ""
