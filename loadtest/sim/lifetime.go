@@ -13,7 +13,10 @@ import (
 // that give every (stream, location) at least the oracle's packed relays
 // at every sample when every relay, once opened, is counted until it is
 // at least oscillationAge old (or the run ends, or its server goes down
-// under it: relays lost with a server are not closed). With a lead, each
+// under it: relays lost with a server are not closed; at a sample where
+// a location has fewer servers up than at the one before, any of its
+// relays may end, which under-counts a little when only some of them go
+// down: the minimum stays a minimum). With a lead, each
 // relay is counted from lead samples before it first serves (it opens
 // that long before it is needed, to be ready in time), and its age from
 // then.
