@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 	"sort"
+	"time"
 
 	"github.com/relaymesh/relaymesh/topology/distance"
 	"github.com/relaymesh/relaymesh/topology/graph"
@@ -58,6 +59,14 @@ type oracle struct {
 	high          float64 // the scaling high watermark the minimum packs to
 	// the last sample's mean stretch and relays, for the timeline
 	lastStretch, lastRelays float64
+	// series: per stream and location (s*len(locs)+j), the packed relays
+	// at every sample; loss: per location, the samples where it had fewer
+	// live servers than at the one before; up: its live servers at the
+	// last sample; dt the seconds a sample accounts (lifetime.go).
+	series [][]int32
+	loss   [][]bool
+	up     []int
+	dt     float64
 }
 
 func newOracle(r *run) *oracle {
@@ -103,6 +112,11 @@ func newOracle(r *run) *oracle {
 	for range r.byStrm {
 		o.assign = append(o.assign, make([]float64, len(o.locs)))
 	}
+	o.series = make([][]int32, len(r.byStrm)*len(o.locs))
+	o.loss, o.up = make([][]bool, len(o.locs)), make([]int, len(o.locs))
+	for j, l := range o.locs {
+		o.up[j] = len(l.servers)
+	}
 	return o
 }
 
@@ -119,16 +133,21 @@ func capOf(s graph.Server) (float64, float64) {
 
 // sample places the moment's viewers and accounts dt seconds of them.
 func (o *oracle) sample(r *run, dt float64) {
+	o.dt = dt
 	for j, l := range o.locs {
 		o.remV[j], o.remK[j] = 0, 0
+		up := 0
 		for _, i := range l.servers {
 			if r.dead[i] {
 				continue
 			}
+			up++
 			cv, ck := capOf(r.g.Servers()[i])
 			o.remV[j] += cv
 			o.remK[j] += ck
 		}
+		o.loss[j] = append(o.loss[j], up < o.up[j])
+		o.up[j] = up
 	}
 	for ai, a := range r.aud {
 		o.need[ai] = float64(a.watch + a.waiting)
@@ -174,6 +193,8 @@ func (o *oracle) sample(r *run, dt float64) {
 			primV, primK = capOf(r.g.Servers()[prim])
 		}
 		for s := range o.assign {
+			k := s*len(o.locs) + j
+			o.series[k] = append(o.series[k], 0)
 			n := o.assign[s][j]
 			if n <= 0 {
 				continue
@@ -190,17 +211,35 @@ func (o *oracle) sample(r *run, dt float64) {
 				if kbps > 0 {
 					per = min(per, math.Floor(l.perKbps/kbps))
 				}
+				p := 1.0
 				if math.IsInf(per, 1) || per <= 0 {
 					relays++
-					packed++
 				} else {
 					relays += math.Ceil(rest / math.Max(1, math.Floor(o.high*per)))
-					packed += math.Ceil(rest / per)
+					p = math.Ceil(rest / per)
 				}
+				packed += p
+				o.series[k][len(o.series[k])-1] = int32(p)
 			}
 		}
 	}
 	o.relaySeconds += relays * dt
 	o.packedSeconds += packed * dt
 	o.lastRelays = relays
+}
+
+// lifetimeSeconds is the packed minimum under the lifetime rule
+// (lifetime.go): every relay counted until it is at least life old, and,
+// with lead, from lead before it first serves.
+func (o *oracle) lifetimeSeconds(life, lead time.Duration) float64 {
+	if o.dt <= 0 {
+		return 0
+	}
+	lifeN := int(math.Ceil(life.Seconds()/o.dt - 1e-9))
+	leadN := int(math.Floor(lead.Seconds()/o.dt + 1e-9))
+	var total int64
+	for k, n := range o.series {
+		total += lifetimeMinimum(n, o.loss[k%len(o.locs)], lifeN, leadN)
+	}
+	return float64(total) * o.dt
 }

@@ -389,6 +389,8 @@ func (r *run) finish(end time.Time) {
 	r.sum.OracleViewerSecondsWaiting = math.Round(r.oracle.waitingVS)
 	r.sum.RelaySecondsMinimum = math.Round(r.oracle.relaySeconds)
 	r.sum.RelaySecondsPacked = math.Round(r.oracle.packedSeconds)
+	r.sum.RelaySecondsLifetime = math.Round(r.oracle.lifetimeSeconds(oscillationAge, 0))
+	r.sum.RelaySecondsLifetimeStartup = math.Round(r.oracle.lifetimeSeconds(oscillationAge, r.sc.RelayStartup))
 	r.sum.ViewersMoved = r.sum.ViewersMigrated + r.sum.ViewersReplaced + r.sum.ViewersShed + r.sum.ViewersLost + r.sum.ViewersMovedNearer
 	r.sum.Score = score(r.hist.sum, r.hist.tot, r.sum.ViewerSecondsWaiting)
 	r.sum.OracleScore = score(r.oracle.hist.sum, r.oracle.hist.tot, r.oracle.waitingVS)

@@ -118,6 +118,9 @@ var scoreRows = []struct {
 	{"offline minimum (at the high watermark, ÷)", func(s *Summary) string {
 		return fmt.Sprintf("%.0f (%.0f, %.2f×)", s.RelaySecondsPacked, s.RelaySecondsMinimum, s.RelaySecondsVsMinimum)
 	}},
+	{"minimum, 5-min lifetime (÷; from start-up ÷)", func(s *Summary) string {
+		return fmt.Sprintf("%.0f (%.2f×; %.2f×)", s.RelaySecondsLifetime, s.RelaySecondsVsLifetime, s.RelaySecondsVsLifetimeStartup)
+	}},
 	{"relays opened / peak", func(s *Summary) string { return fmt.Sprintf("%d / %d", s.RelaysOpened, s.RelaysPeak) }},
 	{"closed <1m / 1-5m / 5-15m / >15m", func(s *Summary) string {
 		l := s.Lifetimes

@@ -47,18 +47,25 @@ type Summary struct {
 	DecisionsPerSecond       float64 `json:"decisions_per_second"`
 
 	// The scorecard: against the capacity-aware oracle (oracle.go).
-	OracleMeanStretch          float64   `json:"oracle_mean_stretch"`
-	OracleP99Stretch           float64   `json:"oracle_p99_stretch"`
-	OracleViewerSecondsWaiting float64   `json:"oracle_viewer_seconds_waiting"`
-	StretchVsOracle            float64   `json:"stretch_vs_oracle"` // mean stretch / the oracle's
-	Score                      float64   `json:"score"`             // stretch with waiting counted at WaitPenalty
-	OracleScore                float64   `json:"oracle_score"`
-	RelaySeconds               float64   `json:"relay_seconds"`
-	RelaySecondsMinimum        float64   `json:"relay_seconds_minimum"`           // what the oracle's placement needs at the high watermark
-	RelaySecondsPacked         float64   `json:"relay_seconds_minimum_packed"`    // the same packed to 100 % of capacity
-	RelaySecondsVsMinimum      float64   `json:"relay_seconds_vs_minimum"`        // ÷ the minimum at the high watermark
-	RelaySecondsVsPacked       float64   `json:"relay_seconds_vs_minimum_packed"` // ÷ the offline minimum (100 %): the goal's ratio
-	Lifetimes                  Lifetimes `json:"relay_lifetimes"`
+	OracleMeanStretch          float64 `json:"oracle_mean_stretch"`
+	OracleP99Stretch           float64 `json:"oracle_p99_stretch"`
+	OracleViewerSecondsWaiting float64 `json:"oracle_viewer_seconds_waiting"`
+	StretchVsOracle            float64 `json:"stretch_vs_oracle"` // mean stretch / the oracle's
+	Score                      float64 `json:"score"`             // stretch with waiting counted at WaitPenalty
+	OracleScore                float64 `json:"oracle_score"`
+	RelaySeconds               float64 `json:"relay_seconds"`
+	RelaySecondsMinimum        float64 `json:"relay_seconds_minimum"`           // what the oracle's placement needs at the high watermark
+	RelaySecondsPacked         float64 `json:"relay_seconds_minimum_packed"`    // the same packed to 100 % of capacity
+	RelaySecondsVsMinimum      float64 `json:"relay_seconds_vs_minimum"`        // ÷ the minimum at the high watermark
+	RelaySecondsVsPacked       float64 `json:"relay_seconds_vs_minimum_packed"` // ÷ the offline minimum (100 %): the goal's ratio
+	// The packed minimum under the goals' own rule (lifetime.go): every
+	// relay counted until it is 5 min old; "startup" also counts it from
+	// the scenario's shortest start-up before it first serves.
+	RelaySecondsLifetime          float64   `json:"relay_seconds_minimum_lifetime"`
+	RelaySecondsVsLifetime        float64   `json:"relay_seconds_vs_minimum_lifetime"`
+	RelaySecondsLifetimeStartup   float64   `json:"relay_seconds_minimum_lifetime_startup"`
+	RelaySecondsVsLifetimeStartup float64   `json:"relay_seconds_vs_minimum_lifetime_startup"`
+	Lifetimes                     Lifetimes `json:"relay_lifetimes"`
 }
 
 // WaitPenalty is the stretch a waiting viewer-second counts as in the
@@ -90,6 +97,12 @@ func (s *Summary) derive() {
 	}
 	if s.RelaySecondsPacked > 0 {
 		s.RelaySecondsVsPacked = round3(s.RelaySeconds / s.RelaySecondsPacked)
+	}
+	if s.RelaySecondsLifetime > 0 {
+		s.RelaySecondsVsLifetime = round3(s.RelaySeconds / s.RelaySecondsLifetime)
+	}
+	if s.RelaySecondsLifetimeStartup > 0 {
+		s.RelaySecondsVsLifetimeStartup = round3(s.RelaySeconds / s.RelaySecondsLifetimeStartup)
 	}
 	s.RelaySeconds = math.Round(s.RelaySeconds)
 	s.ViewerSeconds = math.Round(s.ViewerSeconds)
@@ -137,6 +150,7 @@ relays
   by lifetime                <1m %d, 1-5m %d, 5-15m %d, >15m %d, open at end %d
   oscillations (<5 min)      %d
   relay-seconds              %.0f  (offline minimum %.0f: %.3f×; %.0f at the high watermark: %.3f×)
+  minimum, 5-min lifetime    %.0f: %.3f×  (and counted from the start-up: %.0f: %.3f×)
 load
   peak utilisation           %.1f %%
   relay-seconds over cap.    %.0f
@@ -150,6 +164,7 @@ distance stretch (assigned / best possible, per viewer-second)
 		s.RelaysOpened, s.RelaysOpenedByDemand, s.RelaysOpenedInReserve, s.RelaysClosed, s.RelaysLost, s.RelaysPeak, s.RelaysAtEnd,
 		s.Lifetimes.Under1m, s.Lifetimes.Under5m, s.Lifetimes.Under15m, s.Lifetimes.Over15m, s.Lifetimes.OpenAtEnd,
 		s.Oscillations, s.RelaySeconds, s.RelaySecondsPacked, s.RelaySecondsVsPacked, s.RelaySecondsMinimum, s.RelaySecondsVsMinimum,
+		s.RelaySecondsLifetime, s.RelaySecondsVsLifetime, s.RelaySecondsLifetimeStartup, s.RelaySecondsVsLifetimeStartup,
 		s.PeakUtilization*100, s.RelaySecondsOverCapacity,
 		s.MeanDistanceStretch, s.P99DistanceStretch, s.OracleMeanStretch, s.OracleP99Stretch, s.StretchVsOracle,
 		WaitPenalty, s.Score, s.OracleScore)

@@ -15,6 +15,7 @@ package controller
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -208,9 +209,14 @@ type Controller struct {
 	locs    map[[2]int]*locLoad // (stream, dest) → load and capacity of its relays there
 	free    map[[2]int]bool     // (stream, dest) → its pool has a free server (this tick)
 	lnHalf  float64
-	autoH   bool              // the horizon follows the measured start-up time
-	startup float64           // EWMA of relay start-up times, seconds (0: none yet)
-	ended   map[int]time.Time // stream id → when it was reported unpublished
+	autoH   bool    // the horizon follows the measured start-up time
+	startup float64 // EWMA of relay start-up times, seconds (0: none yet)
+	// the last startupWindow start-up times, seconds (a ring; nStartups
+	// counts every one measured)
+	startups  []float64
+	sorted    []float64 // scratch for foldStartup
+	nStartups int
+	ended     map[int]time.Time // stream id → when it was reported unpublished
 }
 
 // New returns a controller for the servers of g.
@@ -617,10 +623,13 @@ func (c *Controller) Ready(now time.Time, server, id int, dst []Decision) []Deci
 }
 
 // measureStartup folds one relay's start-up time into the average and,
-// unless Scaling.Horizon is set, matches the predictor's horizon to it: the
-// load a new relay must take is the load when it is ready, so the horizon
-// is the start-up time with a margin (1.2 × the average + 2 s, between
-// 5 s and 2 min).
+// unless Scaling.Horizon is set, matches the predictor's horizons to it:
+// the load a new relay must take is the load when it is ready. The
+// servers' predicted loads (placement's capacity check) look 1.2 × the
+// running average + 2 s ahead (between 5 s and 2 min); each stream's
+// growth looks as far ahead as the relays opened for it take to be ready
+// together (Scaler.SetStartup: from the mean, spread and longest of the
+// last startupWindow start-ups and the stream's growth rate).
 func (c *Controller) measureStartup(d time.Duration) {
 	if d < 0 {
 		return
@@ -633,7 +642,39 @@ func (c *Controller) measureStartup(d time.Duration) {
 	if c.autoH {
 		h := time.Duration((1.2*c.startup + 2) * float64(time.Second))
 		c.scaler.SetHorizon(min(max(h, 5*time.Second), 2*time.Minute))
+		c.scaler.SetStartup(c.foldStartup(d.Seconds()))
 	}
+}
+
+// startupWindow is how many of the latest start-up times the streams'
+// horizons are taken from: many, so that the order a burst of relays
+// becomes ready in (the fast ones first) does not sway their mean.
+const startupWindow = 128
+
+// foldStartup adds one start-up time (seconds) to the window and returns
+// the window's mean, spread (half the mean absolute difference of two
+// start-ups) and longest, for Scaler.SetStartup.
+func (c *Controller) foldStartup(d float64) (mean, spread, longest time.Duration) {
+	if len(c.startups) < startupWindow {
+		c.startups = append(c.startups, d)
+	} else {
+		c.startups[c.nStartups%startupWindow] = d
+	}
+	c.nStartups++
+	xs := append(c.sorted[:0], c.startups...)
+	slices.Sort(xs)
+	c.sorted = xs
+	n := float64(len(xs))
+	sum, diff := 0.0, 0.0
+	for i, x := range xs {
+		sum += x
+		diff += x * (2*float64(i) - n + 1) // Σ over pairs of the larger minus the smaller
+	}
+	sec := func(x float64) time.Duration { return time.Duration(x * float64(time.Second)) }
+	if len(xs) > 1 {
+		spread = sec(diff / (n * (n - 1) / 2) / 2)
+	}
+	return sec(sum / n), spread, sec(xs[len(xs)-1])
 }
 
 // Horizon is the scaler's prediction horizon in effect.

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -445,4 +446,29 @@ func TestGuestsOpenNothingInTheirHostsRegion(t *testing.T) {
 	if inEU == 0 {
 		t.Errorf("no relay opened in eu for DE's growth: %v", ds)
 	}
+}
+
+// foldStartup keeps the last startupWindow start-up times and gives their
+// mean, half their mean absolute difference and the longest.
+func TestFoldStartup(t *testing.T) {
+	c, _ := dev(t, Config{})
+	var mean, spread, longest time.Duration
+	for _, x := range []float64{5, 20, 10, 15} {
+		mean, spread, longest = c.foldStartup(x)
+	}
+	near := func(what string, got time.Duration, want float64) {
+		t.Helper()
+		if math.Abs(got.Seconds()-want) > 1e-6 {
+			t.Errorf("%s %v, want %gs", what, got, want)
+		}
+	}
+	near("mean", mean, 12.5)
+	near("spread", spread, 50.0/6/2) // pairs differ by 5, 10, 15, 5, 10, 5
+	near("longest", longest, 20)
+	for range startupWindow {
+		mean, spread, longest = c.foldStartup(7)
+	}
+	near("mean after the window", mean, 7)
+	near("spread after the window", spread, 0)
+	near("longest after the window", longest, 7)
 }

@@ -315,3 +315,36 @@ func TestRequestRatesForgotten(t *testing.T) {
 		t.Fatalf("rates of a stream without samples kept: %v", r.s.flow)
 	}
 }
+
+// A stream's horizon follows its growth (streamHorizons): the mean
+// start-up plus twice sqrt(spread / relays needed per second), at most the
+// longest start-up; the mean alone without spread; Horizon before any
+// start-up is known.
+func TestStreamHorizonFollowsTheGrowthRate(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		slope        float64 // viewers per second
+		mean, spread time.Duration
+		set          bool
+		want         time.Duration
+	}{
+		{"no start-ups measured", 80, 0, 0, false, 4 * time.Second},
+		// 80 viewers/s over relays of 80 (0.8 × 100) is one relay a second.
+		{"fast growth", 80, 10 * time.Second, 2500 * time.Millisecond, true, 10*time.Second + time.Duration(2*math.Sqrt(2.5)*float64(time.Second))},
+		{"slow growth: the longest start-up", 0.8, 10 * time.Second, 2500 * time.Millisecond, true, 20 * time.Second},
+		{"no spread: the start-up", 0.8, 10 * time.Second, 0, true, 10 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newGrowthRig(t)
+			if c.set {
+				r.s.SetStartup(c.mean, c.spread, 20*time.Second)
+			}
+			for x := 0.0; x <= 6; x += 2 {
+				r.step(x, 10+c.slope*x, 10, false)
+			}
+			if got := r.s.HorizonOf(0); (got - c.want).Abs() > 10*time.Millisecond {
+				t.Errorf("horizon %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -226,6 +226,10 @@ type Scaler struct {
 	// included) and that audience's predictor
 	strLoad map[int]float64
 	strPred map[int]*Predictor
+	// per stream: the horizon its growth is predicted over
+	// (streamHorizons), from the relays' start-up times (SetStartup)
+	strH    map[int]time.Duration
+	startup startupStats
 	// per stream, and per stream and region of the viewers: requests no
 	// server could take since the last Evaluate
 	unserved  map[int]float64
@@ -262,6 +266,7 @@ func New(cfg Config, g *graph.Graph) *Scaler {
 		srvSeen:    make([]bool, n),
 		strLoad:    map[int]float64{},
 		strPred:    map[int]*Predictor{},
+		strH:       map[int]time.Duration{},
 		unserved:   map[int]float64{},
 		unservedR:  map[groupKey]float64{},
 		servedR:    map[groupKey]float64{},
@@ -577,6 +582,84 @@ func (s *Scaler) SetHorizon(h time.Duration) {
 	}
 }
 
+// startupStats are the relays' start-up times (SetStartup), in seconds.
+type startupStats struct {
+	mean, spread, longest float64
+	set                   bool
+}
+
+// SetStartup gives the scaler the relays' start-up times: their mean,
+// their spread (half the mean absolute difference between two of them,
+// which is the integral of F(1−F) over their distribution F) and the
+// longest. From then on each stream's growth is predicted over its own
+// horizon (streamHorizons) rather than the one Horizon, which stays the
+// horizon of the servers' predicted loads (Predicted).
+func (s *Scaler) SetStartup(mean, spread, longest time.Duration) {
+	if mean <= 0 {
+		return
+	}
+	s.startup = startupStats{mean: mean.Seconds(), spread: max(spread.Seconds(), 0),
+		longest: max(longest.Seconds(), mean.Seconds()), set: true}
+}
+
+// horizon is the horizon stream's growth is predicted over.
+func (s *Scaler) horizon(stream int) time.Duration {
+	if h, ok := s.strH[stream]; ok {
+		return h
+	}
+	return s.cfg.Horizon
+}
+
+// HorizonOf is the horizon stream's growth is predicted over in effect
+// (Horizon until SetStartup, and for a stream without samples).
+func (s *Scaler) HorizonOf(stream int) time.Duration { return s.horizon(stream) }
+
+// startupZ: the relays opened for a growth are ready, together, by the
+// mean start-up plus startupZ standard deviations of their lag.
+const startupZ = 2
+
+// streamHorizons sets every stream's horizon from the relays' start-up
+// times and the relays its audience's growth needs per second. Relays
+// opened one after another as a load grows are ready, together, a mean
+// start-up after they open on average: the capacity ready lags the
+// capacity opened by the mean start-up, and the count ready at a moment
+// varies around that by a variance of rate × spread relays (rate: relays
+// opened per second), a lag of sqrt(spread / rate) seconds for one
+// standard deviation. So the horizon is the mean start-up plus startupZ
+// times that, at most the longest start-up: a fast growth, for which many
+// relays start at once, is provisioned about a mean start-up ahead (the
+// relays that start late are covered by those that start early), a slow
+// one, for which each relay must be ready on its own, up to the longest
+// start-up ahead. With a fixed start-up (no spread) the horizon is that
+// start-up. A horizon longer than the growth needs opens, at the end of a
+// burst, relays for growth that does not come, and each lives the minimum
+// lifetime.
+func (s *Scaler) streamHorizons() {
+	clear(s.strH)
+	if !s.startup.set {
+		return
+	}
+	capSum, capN := map[int]float64{}, map[int]float64{}
+	for _, r := range s.relays {
+		if r.state == draining {
+			continue
+		}
+		if c := s.Capacity(r.server, r.stream); !math.IsInf(c, 1) && c > 0 {
+			capSum[r.stream] += c
+			capN[r.stream]++
+		}
+	}
+	st := s.startup
+	for id, sp := range s.strPred {
+		h := st.longest
+		if _, slope, _ := sp.Predict(0); slope > 0 && capN[id] > 0 {
+			rate := slope / (s.cfg.High * capSum[id] / capN[id])
+			h = min(h, st.mean+startupZ*math.Sqrt(st.spread/rate))
+		}
+		s.strH[id] = min(max(time.Duration(h*float64(time.Second)), 5*time.Second), 2*time.Minute)
+	}
+}
+
 // High is the high watermark in effect.
 func (s *Scaler) High() float64 { return s.cfg.High }
 
@@ -607,7 +690,7 @@ func (s *Scaler) Relays(stream int) int {
 // Predicted returns the total viewers predicted for a server at the
 // horizon, for placement's capacity check.
 func (s *Scaler) Predicted(server int) float64 {
-	p := s.predict(s.srvPred[server])
+	p := s.predict(s.srvPred[server], s.cfg.Horizon)
 	return p
 }
 
@@ -616,10 +699,10 @@ func (s *Scaler) Predicted(server int) float64 {
 // start-up, the square of a step's kink would predict many times the load
 // that comes (the slope at the latest sample already carries the
 // acceleration seen so far).
-func (s *Scaler) predict(p *Predictor) float64 {
-	load, slope, accel := p.Predict(s.cfg.Horizon)
+func (s *Scaler) predict(p *Predictor, h time.Duration) float64 {
+	load, slope, accel := p.Predict(h)
 	if accel > 0 && p.Len() > 0 {
-		load = math.Min(load, p.Last()+math.Max(slope, 0)*s.cfg.Horizon.Seconds())
+		load = math.Min(load, p.Last()+math.Max(slope, 0)*h.Seconds())
 	}
 	return load
 }
@@ -692,6 +775,7 @@ func (s *Scaler) Evaluate(now time.Time, samples []Sample, dst []Decision) []Dec
 			delete(s.strPred, id) // no samples: the stream has no relays left
 		}
 	}
+	s.streamHorizons()
 	for _, g := range s.order {
 		s.prepare(now, g)
 	}
@@ -731,9 +815,10 @@ func (s *Scaler) prepare(now time.Time, g *group) {
 	total += g.waiting
 	g.total = total
 	g.pred.Add(now, total)
-	_, g.slope, g.accel = g.pred.Predict(s.cfg.Horizon)
-	pred := s.predictRise(g.pred)
-	if sp := s.strPred[g.key.stream]; sp != nil && pred > total && s.predict(sp) <= sp.Last() {
+	h := s.horizon(g.key.stream)
+	_, g.slope, g.accel = g.pred.Predict(h)
+	pred := s.predictRise(g.pred, h)
+	if sp := s.strPred[g.key.stream]; sp != nil && pred > total && s.predict(sp, h) <= sp.Last() {
 		// The stream's audience as a whole is not growing: a region's load
 		// that grows is viewers moving in from other regions (back from
 		// where a failure or a full pool sent them), and relays opened for
@@ -748,12 +833,12 @@ func (s *Scaler) prepare(now time.Time, g *group) {
 // rose over the last two intervals: the quadratic fitted through the kink
 // where a ramp starts has, at its end, about twice the ramp's slope, and
 // relays opened for that load live at least MinLifetime.
-func (s *Scaler) predictRise(p *Predictor) float64 {
-	_, slope, accel := p.Predict(s.cfg.Horizon)
-	pred := s.predict(p)
+func (s *Scaler) predictRise(p *Predictor, h time.Duration) float64 {
+	_, slope, accel := p.Predict(h)
+	pred := s.predict(p, h)
 	if accel > 0 && p.Len() > 2 {
 		if r := p.Rise(2); r < slope {
-			pred = math.Min(pred, p.Last()+math.Max(r, 0)*s.cfg.Horizon.Seconds())
+			pred = math.Min(pred, p.Last()+math.Max(r, 0)*h.Seconds())
 		}
 	}
 	return pred
@@ -822,7 +907,7 @@ func (s *Scaler) capGrowth() {
 		if sum[id] <= 0 {
 			continue
 		}
-		if str := math.Max(0, s.predictRise(sp)-sp.Last()); str < sum[id] {
+		if str := math.Max(0, s.predictRise(sp, s.horizon(id))-sp.Last()); str < sum[id] {
 			g.scale = str / sum[id]
 		}
 	}
@@ -841,7 +926,7 @@ func (s *Scaler) capGrowth() {
 // its load does not grow), and the growth of its load up to growthSlack
 // times that share.
 func (s *Scaler) shareGrowth(g *group, sp *Predictor, flows float64) {
-	str := math.Max(0, s.predictRise(sp)-sp.Last())
+	str := math.Max(0, s.predictRise(sp, s.horizon(g.key.stream))-sp.Last())
 	f := s.flow[g.key]
 	share := 0.0
 	if f != nil {
@@ -914,8 +999,9 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 	// Margin while the growth steepens (steepening).
 	growth := math.Max(0, g.predicted-total) * g.scale
 	pred := total + growth
+	h := s.horizon(g.key.stream)
 	margin := 1.0
-	if steepening(slope, accel, s.cfg.Horizon) {
+	if steepening(slope, accel, h) {
 		margin = s.cfg.Margin
 	}
 	want := total + margin*growth
@@ -957,7 +1043,7 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 				break
 			}
 			reason := fmt.Sprintf("stream %s in region %s: %.0f viewers now, %.0f predicted in %s (slope %+.1f/s, accel %+.2f/s²); %.0f with %.2g× the growth over %d relays is above the high watermark %.0f per relay: add relay %d of %d on %s",
-				s.name(g.key.stream), region, total, pred, s.cfg.Horizon, slope, accel, want, margin, n, high, k+1, need, s.g.Servers()[m].ID)
+				s.name(g.key.stream), region, total, pred, h, slope, accel, want, margin, n, high, k+1, need, s.g.Servers()[m].ID)
 			if g.waiting >= 0.5 {
 				reason += fmt.Sprintf(" (of the viewers now, %.0f wait for a server: they were turned away)", g.waiting)
 			}
@@ -1003,7 +1089,7 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 			// half-way margin behind).
 			if k := max(int(math.Ceil(math.Max(p, 0)/mid)), int(math.Ceil(total/high))); k < keep {
 				keep = k
-				falling = fmt.Sprintf(" (falling to %.0f in %s)", p, s.cfg.Horizon)
+				falling = fmt.Sprintf(" (falling to %.0f in %s)", p, h)
 			}
 		}
 		drain := n - keep
