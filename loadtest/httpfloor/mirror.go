@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bluenviron/gohlslib/v2/pkg/playlist/primitives"
 )
 
 // Config describes a mirror.
@@ -147,50 +149,17 @@ func References(pl []byte) []string {
 		switch {
 		case line == "":
 		case strings.HasPrefix(line, "#EXT-X-MAP:"):
-			if uri := attribute(line[len("#EXT-X-MAP:"):], "URI"); uri != "" {
-				refs = append(refs, uri)
+			// The attribute list as gohlslib reads it (quoted values or
+			// not, the last of a repeated name).
+			var attrs primitives.Attributes
+			if attrs.Unmarshal(line[len("#EXT-X-MAP:"):]) == nil && attrs["URI"] != "" {
+				refs = append(refs, attrs["URI"])
 			}
 		case !strings.HasPrefix(line, "#"):
 			refs = append(refs, line)
 		}
 	}
 	return refs
-}
-
-// attribute is the value of the attribute name in an attribute list
-// (RFC 8216, 4.2: NAME=VALUE pairs separated by commas, a value quoted or
-// not; the last one when a name repeats), "" when it has none.
-func attribute(list, name string) string {
-	val := ""
-	for list != "" {
-		eq := strings.IndexByte(list, '=')
-		if eq < 0 {
-			break
-		}
-		key, rest := strings.TrimLeft(list[:eq], " "), list[eq+1:]
-		var v string
-		if strings.HasPrefix(rest, `"`) {
-			end := strings.IndexByte(rest[1:], '"')
-			if end < 0 {
-				break // an unterminated quoted string ends the list
-			}
-			v, rest = rest[1:1+end], rest[2+end:]
-			if j := strings.IndexByte(rest, ','); j >= 0 {
-				rest = rest[j+1:]
-			} else {
-				rest = ""
-			}
-		} else if j := strings.IndexByte(rest, ','); j >= 0 {
-			v, rest = rest[:j], rest[j+1:]
-		} else {
-			v, rest = rest, ""
-		}
-		if key == name {
-			val = v
-		}
-		list = rest
-	}
-	return val
 }
 
 // ServeHTTP serves the playlist and the files it names from memory: the
