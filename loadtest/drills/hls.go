@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/bluenviron/gohlslib/v2/pkg/playlist/primitives"
 )
 
 // HLSViewer is an HLS client run by the harness from a viewer host that
@@ -103,25 +105,14 @@ func uris(base *url.URL, body []byte) []string {
 	return out
 }
 
-// attrs parses an HLS attribute list (KEY=VALUE,KEY="VALUE",…).
+// attrs parses an HLS attribute list (KEY=VALUE,KEY="VALUE",…) with
+// gohlslib's own parser, so the drills read a playlist as the packager's
+// library does; a list it cannot finish keeps the attributes before the
+// fault.
 func attrs(list string) map[string]string {
-	out := map[string]string{}
-	for list != "" {
-		k, rest, ok := strings.Cut(list, "=")
-		if !ok {
-			break
-		}
-		var val string
-		if strings.HasPrefix(rest, `"`) {
-			val, rest, _ = strings.Cut(rest[1:], `"`)
-			rest = strings.TrimPrefix(rest, ",")
-		} else {
-			val, rest, _ = strings.Cut(rest, ",")
-		}
-		out[strings.TrimSpace(k)] = val
-		list = rest
-	}
-	return out
+	var a primitives.Attributes
+	_ = a.Unmarshal(list)
+	return a
 }
 
 // multivariant is what a player takes from a multivariant playlist: the
