@@ -456,6 +456,7 @@ func (s *Session) publish(ctx context.Context, h Handler, cmd *Command) error {
 		return nil
 	}
 	s.Conn.cfg.Metrics.commandAccepted("publish")
+	s.Conn.ReadInbound() // this is the loop's goroutine, between two messages
 	s.mu.Lock()
 	s.publishers[cmd.StreamID] = p
 	s.mu.Unlock()

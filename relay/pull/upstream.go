@@ -401,6 +401,7 @@ func (p *pull) once(ctx context.Context, url rtmp.URL, onStart func()) (bool, er
 	if _, err := cc.Play(ctx, p.name); err != nil {
 		return false, err
 	}
+	cc.ReadInbound() // the stream comes in from here on, read here
 	onStart()
 	p.u.mu.Lock()
 	p.playing, p.lastErr = true, nil
