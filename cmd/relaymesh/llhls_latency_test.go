@@ -53,7 +53,16 @@ func latencySetup(t *testing.T, players int) (m *mesh, start time.Time, measure 
 	}
 	// primary → r1 → r2, r2 with low-latency DASH for the app.
 	cfg := filepath.Join(t.TempDir(), "relay.yaml")
-	if err := os.WriteFile(cfg, []byte("hls:\n  dash_low_latency: [live]\n"), 0o644); err != nil {
+	// RELAYMESH_LATENCY_PART sets r2's hls.part_target (default the
+	// packager's, 200ms).
+	yaml := "hls:\n  dash_low_latency: [live]\n"
+	if s := os.Getenv("RELAYMESH_LATENCY_PART"); s != "" {
+		if d, err := time.ParseDuration(s); err != nil || d < 50*time.Millisecond || d > time.Second {
+			t.Fatalf("RELAYMESH_LATENCY_PART=%q: want a duration from 50ms to 1s", s)
+		}
+		yaml += "  part_target: " + s + "\n"
+	}
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m = &mesh{}
