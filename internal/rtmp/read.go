@@ -107,10 +107,10 @@ func (c *Conn) control(m Message) (bool, error) {
 	return false, nil
 }
 
-// readBuffer is the size of a connection's read buffer. Viewers send
-// little (a thousand of them would keep 4 MiB in 4 KiB buffers); a
-// publisher's large chunks bypass the buffer (bufio reads straight into the
-// message when the buffer is empty and the read is larger).
+// readBuffer is the size of a connection's read buffer until it carries a
+// stream in (ReadInbound switches a publisher's or an upstream pull's to
+// inboundReadBuffer). Viewers send little: a thousand of them would keep
+// 4 MiB in 4 KiB buffers.
 const readBuffer = 1 << 10
 
 // inboundReadBuffer is the read buffer of a connection that carries a
