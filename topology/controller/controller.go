@@ -192,6 +192,7 @@ type Controller struct {
 	byID    []*stream
 	seen    []time.Time // per server: last status
 	period  []float64   // per server: its status interval, seconds (EWMA of the gaps; 0: not known yet)
+	jitter  []float64   // per server: the gaps' mean deviation from period, seconds (EWMA)
 	loads   [][]Load    // per server: last status's streams
 	down    []bool
 	carried []map[int]float64 // per server down: stream → viewers it had
@@ -228,7 +229,7 @@ func New(cfg Config, g *graph.Graph) *Controller {
 		tracker: demand.New(cfg.Demand, g, table),
 		scaler:  scaling.New(cfg.Scaling, g),
 		byName:  map[string]*stream{},
-		seen:    make([]time.Time, n), period: make([]float64, n), loads: make([][]Load, n), down: make([]bool, n),
+		seen:    make([]time.Time, n), period: make([]float64, n), jitter: make([]float64, n), loads: make([][]Load, n), down: make([]bool, n),
 		carried: make([]map[int]float64, n), back: make([]map[int]float64, n), backAt: make([]time.Time, n), destOf: make([]int, n), ended: map[int]time.Time{}}
 	for i, s := range g.Servers() {
 		c.destOf[i] = table.DestIndex(s.Vertex)
@@ -518,6 +519,7 @@ func (c *Controller) Status(now time.Time, server int, loads []Load, dst []Decis
 			if c.period[server] == 0 {
 				c.period[server] = gap
 			} else {
+				c.jitter[server] = 0.75*c.jitter[server] + 0.25*math.Abs(gap-c.period[server])
 				c.period[server] = 0.8*c.period[server] + 0.2*gap
 			}
 		}
@@ -838,14 +840,27 @@ func (c *Controller) Tick(now time.Time, dst []Decision) []Decision {
 }
 
 // overdue reports whether server's next status was due at now and has not
-// come: its last one is at least its usual interval old. Its viewers may be
-// placed again elsewhere already (a server that died is marked down only
-// after StatusTTL), so the scaler leaves them out of the stream's audience
-// as a whole.
+// come: its last one is older than its usual interval by more than its
+// statuses' usual lateness (overdueJitters times their mean deviation,
+// as TCP's retransmission timeout allows for the round trip's variance).
+// Its viewers may be placed again elsewhere already (a server that died is
+// marked down only after StatusTTL), so the scaler leaves them out of the
+// stream's audience as a whole.
+//
+// Without the allowance a status that came a little late was missing:
+// where the ticks run at the statuses' own interval their phases can lock
+// with every tick just after a status is due, and a live server's viewers
+// flickered out of the stream's audience round after round (a relay
+// filled in one burst was then never seen growing). Statuses that come
+// like clockwork (the simulator's) are overdue the moment they are due.
 func (c *Controller) overdue(now time.Time, server int) bool {
 	p := c.period[server]
-	return p > 0 && now.Sub(c.seen[server]).Seconds() >= p
+	return p > 0 && now.Sub(c.seen[server]).Seconds() >= p+overdueJitters*c.jitter[server]
 }
+
+// overdueJitters is how many mean deviations of its interval a status may
+// be late (RFC 6298's K).
+const overdueJitters = 4
 
 // viewers is what server last reported for the stream named name.
 func (c *Controller) viewers(server int, name string) float64 {

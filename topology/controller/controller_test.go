@@ -331,6 +331,26 @@ func TestStatusOverdue(t *testing.T) {
 	}
 }
 
+// Statuses that come with jitter (every 250 ms, give or take 40 ms, as a
+// loaded relay sends them) are not overdue when one is a little later
+// than its interval, and are once one is missing.
+func TestStatusOverdueWithJitter(t *testing.T) {
+	c, g := dev(t, Config{})
+	srv := server(t, g, g.Servers()[1].ID)
+	at := 0.0
+	for i := range 40 {
+		at += 0.25 + []float64{0.04, -0.04, 0.02, -0.02}[i%4]
+		c.Status(t0.Add(time.Duration(at*float64(time.Second))), srv, nil, nil)
+	}
+	late := func(s float64) time.Time { return t0.Add(time.Duration((at + s) * float64(time.Second))) }
+	if c.overdue(late(0.29), srv) {
+		t.Errorf("overdue 40 ms after it was due (interval %.3f s, jitter %.3f s)", c.period[srv], c.jitter[srv])
+	}
+	if !c.overdue(late(0.5), srv) {
+		t.Errorf("not overdue with a status missing (interval %.3f s, jitter %.3f s)", c.period[srv], c.jitter[srv])
+	}
+}
+
 // After an outage of a location's servers, as many of them are placed again
 // as the viewers they carried need: two relays that carried 30 viewers each
 // come back as one (capacity 100), two that carried 60 each as two.
