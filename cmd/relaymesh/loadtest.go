@@ -206,7 +206,7 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 		return json.NewEncoder(os.Stdout).Encode(r)
 	}
 	fmt.Printf("load average at start %s, at end %s\n", r.LoadStart, r.LoadEnd)
-	fmt.Printf("%-11s %7s %9s %12s %8s %10s %10s %9s %9s %5s %9s %9s %9s %9s %7s %7s %7s\n", "server", "viewers", "connected", "cpu-s/v-min", "RSS MiB", "Mbit/s", "Mbit/s/core", "ff p50 ms", "ff p99 ms", "gaps", "hop p50", "hop p99", "srv p50", "srv p99", "up p99", "wr/v/s", "rq ms/s")
+	fmt.Printf("%-11s %7s %9s %12s %8s %10s %10s %9s %9s %5s %9s %9s %9s %9s %7s %7s %7s %7s\n", "server", "viewers", "connected", "cpu-s/v-min", "RSS MiB", "Mbit/s", "Mbit/s/core", "ff p50 ms", "ff p99 ms", "gaps", "hop p50", "hop p99", "srv p50", "srv p99", "up p99", "wr/v/s", "rq ms/s", "wk/s")
 	for _, x := range r.Results {
 		srv := fmt.Sprintf("%9s %9s %7s", "-", "-", "-")
 		if x.ServerLatency != nil && x.ServerLatencyKeepingUp != nil {
@@ -216,7 +216,7 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 		if x.WritesPerViewerSec > 0 {
 			wr = fmt.Sprintf("%7.1f", x.WritesPerViewerSec)
 		}
-		fmt.Printf("%-11s %7d %9d %12.4f %8.1f %10.0f %10.0f %9.0f %9.0f %5d %9.1f %9.1f %s %s %7.0f\n", x.Server, x.Viewers, x.Connected, x.CPUPerViewerMin, x.RSSMiB, x.DeliveredMbps, x.MbpsPerCore, x.FirstFrameP50, x.FirstFrameP99, x.ViewersWithGaps, x.HopLatency.P50, x.HopLatency.P99, srv, wr, x.RunQueueMSPerSec)
+		fmt.Printf("%-11s %7d %9d %12.4f %8.1f %10.0f %10.0f %9.0f %9.0f %5d %9.1f %9.1f %s %s %7.0f %7.0f\n", x.Server, x.Viewers, x.Connected, x.CPUPerViewerMin, x.RSSMiB, x.DeliveredMbps, x.MbpsPerCore, x.FirstFrameP50, x.FirstFrameP99, x.ViewersWithGaps, x.HopLatency.P50, x.HopLatency.P99, srv, wr, x.RunQueueMSPerSec, x.WakeupsPerSec)
 	}
 	for _, x := range r.Floor {
 		fmt.Printf("%-11s %7d %9s %12.4f %8s %10.0f   (bare fan-out, %s; %.1f writes per viewer-second)\n", "floor", x.Viewers, "", x.CPUPerViewerMin, "", x.DeliveredMbps, x.Mode, x.WritesPerViewerSec)
@@ -232,7 +232,7 @@ func runLoadtestPeer(ctx context.Context, args []string) error {
 		fmt.Println(line)
 	}
 	fmt.Println("hop p50/p99: ms a sampled viewer read a frame after a player on the primary read it (what the edge adds per hop, the client's reading included)")
-	fmt.Println("wr/v/s: the server's write system calls per viewer and second; rq ms/s: ms per second its threads waited for a CPU (other load)")
+	fmt.Println("wr/v/s: the server's write system calls per viewer and second; rq ms/s: ms per second its threads waited for a CPU (other load); wk/s: times a second its threads were put on a CPU (at low load, its wake-ups)")
 	fmt.Println("srv p50/p99: ms from a frame's arrival in the relay's hub to the return of the writev that carried it, sampled viewers (what the relay adds per hop); up p99: the same for viewers that kept up (socket not full, media not held back, within the last second)")
 	return nil
 }

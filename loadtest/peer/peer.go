@@ -105,6 +105,10 @@ type Result struct {
 	// while runnable, ms per second of the window (summed over threads):
 	// the machine's other load, which shows in every latency figure.
 	RunQueueMSPerSec float64 `json:"run_queue_ms_per_s"`
+	// WakeupsPerSec is how many times a second the server's threads were
+	// put on a CPU over the window (summed over threads): at low load,
+	// its wake-ups, which make most of a Go server's fixed cost.
+	WakeupsPerSec float64 `json:"wakeups_per_s"`
 }
 
 // Report holds every result and the relaymesh/nginx ratios.
@@ -490,7 +494,7 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 	// (steady: no handshakes, no join bursts, the same way the floor is
 	// measured), and its RSS is the largest of once a second then.
 	type steady struct {
-		cpu, rss, writes, rq float64
+		cpu, rss, writes, rq, slices float64
 		lat, latUp           *LatencyStats
 	}
 	window := make(chan steady, 1)
@@ -519,7 +523,8 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 			a, u := serverLatency(lat0[""], lat1[""]), serverLatency(lat0["keeping_up"], lat1["keeping_up"])
 			return &a, &u
 		}
-		cpu0, writes0, rq0 := proc.CPUSeconds(pids()), writeCalls(pids()), runQueueWait(pids())
+		cpu0, writes0 := proc.CPUSeconds(pids()), writeCalls(pids())
+		rq0, slices0 := schedStat(pids())
 		var m float64
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
@@ -531,7 +536,8 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 				return
 			case <-end:
 				all, up := latency()
-				window <- steady{proc.CPUSeconds(pids()) - cpu0, max(m, proc.RSSMiB(pids())), writeCalls(pids()) - writes0, runQueueWait(pids()) - rq0, all, up}
+				rq1, slices1 := schedStat(pids())
+				window <- steady{proc.CPUSeconds(pids()) - cpu0, max(m, proc.RSSMiB(pids())), writeCalls(pids()) - writes0, rq1 - rq0, slices1 - slices0, all, up}
 				return
 			case <-t.C:
 				m = max(m, proc.RSSMiB(pids()))
@@ -561,6 +567,7 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 		r.WritesPerViewerSec = w.writes / float64(sr.Connected) / wall
 	}
 	r.RunQueueMSPerSec = w.rq * 1000 / wall
+	r.WakeupsPerSec = w.slices / wall
 	var frames float64
 	for _, v := range sr.PerViewer {
 		if v.Gaps > 0 {

@@ -28,12 +28,15 @@ func writeCalls(pids []int) float64 {
 	return n
 }
 
-// runQueueWait sums the time (s) the processes' threads have spent runnable
-// but waiting for a CPU (the second field of /proc/PID/task/TID/schedstat):
-// on a shared machine, how much of a server's latency is other work's.
-// Threads that ended are not counted, so read it over a window in which
-// the server's threads stay (Go keeps its threads).
-func runQueueWait(pids []int) float64 {
+// schedStat is what the scheduler says of the processes' threads so far
+// (/proc/PID/task/TID/schedstat): wait, the time (s) they spent runnable
+// but waiting for a CPU (on a shared machine, how much of a server's
+// latency is other work's); slices, how many times they were put on a CPU
+// (at low load, their wake-ups: the fixed cost a Go server pays per timer,
+// poll and channel hand-off, which an event loop in C pays far less
+// often). Threads that ended are not counted, so read it over a window in
+// which the server's threads stay (Go keeps its threads).
+func schedStat(pids []int) (wait, slices float64) {
 	var ns float64
 	for _, pid := range pids {
 		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
@@ -46,12 +49,14 @@ func runQueueWait(pids []int) float64 {
 				continue
 			}
 			f := strings.Fields(string(b))
-			if len(f) < 2 {
+			if len(f) < 3 {
 				continue
 			}
 			x, _ := strconv.ParseFloat(f[1], 64)
 			ns += x
+			n, _ := strconv.ParseFloat(f[2], 64)
+			slices += n
 		}
 	}
-	return ns / 1e9
+	return ns / 1e9, slices
 }
