@@ -48,6 +48,11 @@ func TestHTTPHeaders(t *testing.T) {
 		if h.Get("Access-Control-Allow-Origin") != "*" || h.Get("ETag") == "" {
 			t.Fatalf("%s: CORS %q ETag %q", tc.url, h.Get("Access-Control-Allow-Origin"), h.Get("ETag"))
 		}
+		// Without it a player's page on another origin cannot time its
+		// downloads with Resource Timing (dash.js then skips fast ones).
+		if h.Get("Timing-Allow-Origin") != "*" {
+			t.Fatalf("%s: Timing-Allow-Origin %q", tc.url, h.Get("Timing-Allow-Origin"))
+		}
 		// A revalidation with the ETag gets 304.
 		req, _ := http.NewRequest("GET", tc.url, nil)
 		req.Header.Set("If-None-Match", h.Get("ETag"))
