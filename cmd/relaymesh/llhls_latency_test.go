@@ -414,9 +414,11 @@ func percentiles(d []time.Duration) string {
 
 // TestPlayerLatency plays the relay two hops from the primary with hls.js
 // and dash.js in their default settings (headless Chromium, as in
-// TestBrowserPlayers) and reports how far behind the live edge each plays
-// (hls.js: its latency; dash.js: the wall clock, synchronised by UTCTiming,
-// against the presentation time) over the second half of 20 s of playing.
+// TestBrowserPlayers), and with Shaka Player when asked, and reports how
+// far behind the live edge each plays (hls.js: its latency; dash.js: the
+// wall clock, synchronised by UTCTiming, against the presentation time;
+// Shaka Player: the wall clock against PROGRAM-DATE-TIME or the MPD's
+// clock) over the second half of 20 s of playing.
 // Add the edge's own delay behind the publisher (TestLLHLSLatency,
 // TestLLDASHLatency: ~0.25 s) for glass to glass. It runs with the other
 // latency tests:
@@ -424,14 +426,15 @@ func percentiles(d []time.Duration) string {
 //	RELAYMESH_LATENCY=1 go test -run TestPlayerLatency -v ./cmd/relaymesh/
 func TestPlayerLatency(t *testing.T) {
 	// RELAYMESH_LATENCY_PLAYERS lists the players to run, in order (default
-	// "hls,dash"; "dash,dash,dash" runs dash.js three times on one mesh).
+	// "hls,dash"; "dash,dash,dash" runs dash.js three times on one mesh;
+	// "shaka" is Shaka Player on the LL-HLS, "shaka-dash" on the DASH).
 	players := []string{"hls", "dash"}
 	if s := os.Getenv("RELAYMESH_LATENCY_PLAYERS"); s != "" {
 		players = strings.Split(s, ",")
 	}
 	for _, p := range players {
-		if p != "hls" && p != "dash" {
-			t.Fatalf("RELAYMESH_LATENCY_PLAYERS: %q is not hls or dash", p)
+		if !slices.Contains([]string{"hls", "dash", "shaka", "shaka-dash"}, p) {
+			t.Fatalf("RELAYMESH_LATENCY_PLAYERS: %q is not hls, dash, shaka or shaka-dash", p)
 		}
 	}
 	m, _, _ := latencySetup(t, len(players))
@@ -441,7 +444,8 @@ func TestPlayerLatency(t *testing.T) {
 	base := "http://" + m.r2.http
 	waitOK(t, "the multivariant playlist", base+"/hls/live/cam/index.m3u8", 20*time.Second)
 	time.Sleep(4 * time.Second)
-	urls := map[string]string{"hls": base + "/hls/live/cam/index.m3u8", "dash": base + "/dash/live/cam/manifest.mpd"}
+	hls, dash := base+"/hls/live/cam/index.m3u8", base+"/dash/live/cam/manifest.mpd"
+	urls := map[string]string{"hls": hls, "dash": dash, "shaka": hls, "shaka-dash": dash}
 	for i, player := range players {
 		url := urls[player]
 		r := playerLatency(t, root, chromium, player, url, i)
@@ -461,7 +465,8 @@ type playerRun struct {
 // playerRunMax is the longest one playerLatency takes.
 const playerRunMax = 90 * time.Second
 
-// playerLatency plays url with player (hls or dash) in headless Chromium,
+// playerLatency plays url with player (hls, dash, shaka or shaka-dash, which
+// is Shaka Player too) in headless Chromium,
 // default settings unless RELAYMESH_HLS_CONFIG gives hls.js some.
 // n numbers the console file of RELAYMESH_PLAYER_CONSOLE.
 func playerLatency(t *testing.T, root, chromium, player, url string, n int) playerRun {
@@ -469,13 +474,13 @@ func playerLatency(t *testing.T, root, chromium, player, url string, n int) play
 	ctx, cancel := context.WithTimeout(context.Background(), playerRunMax)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", filepath.Join(root, "packager", "browser", "run.mjs"),
-		"--url", url, "--player", player, "--chromium", chromium, "--play", "20")
+		"--url", url, "--player", strings.TrimSuffix(player, "-dash"), "--chromium", chromium, "--play", "20")
 	if cfg := os.Getenv("RELAYMESH_HLS_CONFIG"); cfg != "" && player == "hls" {
 		// hls.js settings other than the defaults (the figures in
 		// docs/performance.md say which).
 		cmd.Args = append(cmd.Args, "--config", cfg)
 	}
-	if dir := os.Getenv("RELAYMESH_PLAYER_CONSOLE"); dir != "" {
+	if dir := os.Getenv("RELAYMESH_PLAYER_CONSOLE"); dir != "" && !strings.HasPrefix(player, "shaka") {
 		// The page's console with the player's debug log, for a look.
 		debug := `{"debug":true}`
 		if player == "dash" {

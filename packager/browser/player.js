@@ -1,4 +1,4 @@
-// Plays ?src= with the player named by ?player= (hls or dash) in the page's
+// Plays ?src= with the player named by ?player= (hls, dash or shaka) in the page's
 // <video> and records what the player did on window.probe, which run.mjs
 // reads. Nothing here judges the result: run.mjs and the Go test do.
 (function () {
@@ -7,8 +7,8 @@
   var src = q.get('src');
   var kind = q.get('player');
   var video = document.getElementById('v');
-  // ?config= is JSON handed to the player: the Hls constructor's config, or
-  // dash.js settings for updateSettings.
+  // ?config= is JSON handed to the player: the Hls constructor's config,
+  // dash.js settings for updateSettings, or Shaka Player's configure().
   var config = {};
   try {
     config = JSON.parse(q.get('config') || '{}') || {};
@@ -51,6 +51,7 @@
     try {
       if (kind === 'hls' && p) return Math.round(p.bandwidthEstimate || 0);
       if (kind === 'dash' && p && p.getAverageThroughput) return Math.round((p.getAverageThroughput('video') || 0) * 1000);
+      if (kind === 'shaka' && p) return Math.round(p.getStats().estimatedBandwidth || 0);
     } catch (e) {}
     return 0;
   }
@@ -63,12 +64,15 @@
     return 0;
   }
   // latency is how far behind the live edge the player is, in seconds
-  // (hls.js's own measure; 0: unknown).
+  // (hls.js's own measure; dash.js's and Shaka Player's: the wall clock
+  // against the presentation time, by PROGRAM-DATE-TIME or the MPD's
+  // clock; 0: unknown).
   function latency() {
     var p = window.player;
     try {
       if (kind === 'hls' && p) return p.latency || 0;
       if (kind === 'dash' && p && p.getCurrentLiveLatency) return p.getCurrentLiveLatency() || 0;
+      if (kind === 'shaka' && p) return p.getStats().liveLatency || 0;
     } catch (e) {}
     return 0;
   }
@@ -140,6 +144,51 @@
       error(true, 'dash', (er.code || '') + ' ' + (er.message || ''));
     });
     p.initialize(video, src, true);
+  } else if (kind === 'shaka') {
+    if (!window.shaka) {
+      error(true, 'page', 'Shaka Player not loaded');
+      return;
+    }
+    shaka.polyfill.installAll();
+    if (!shaka.Player.isBrowserSupported()) {
+      error(true, 'page', 'Shaka Player not supported here');
+      return;
+    }
+    var sp = new shaka.Player();
+    window.player = sp;
+    var track = function (t) {
+      return { index: t.id, bitrate: t.videoBandwidth || t.bandwidth, width: t.width, height: t.height, id: t.originalVideoId || '' };
+    };
+    // The renditions are its variants with video, one per video bitrate.
+    var videoTracks = function () {
+      var seen = {};
+      return sp.getVariantTracks().filter(function (t) {
+        var k = t.videoBandwidth || t.bandwidth;
+        if (!t.width || seen[k]) return false;
+        seen[k] = true;
+        return true;
+      }).map(track);
+    };
+    var active = function () {
+      var a = sp.getVariantTracks().filter(function (t) { return t.active; })[0];
+      if (!a) return;
+      var lv = track(a);
+      if (!probe.level || probe.level.bitrate !== lv.bitrate) switched(lv);
+    };
+    sp.addEventListener('trackschanged', function () { probe.levels = videoTracks(); active(); });
+    sp.addEventListener('adaptation', active);
+    sp.addEventListener('variantchanged', active);
+    sp.addEventListener('error', function (e) {
+      var d = e.detail || {};
+      error(d.severity === 2, 'shaka', (d.code || '') + ' ' + (d.data ? JSON.stringify(d.data).slice(0, 300) : ''));
+    });
+    sp.configure(config);
+    sp.attach(video).then(function () { return sp.load(src); }).then(function () {
+      probe.levels = videoTracks();
+      active();
+    }).catch(function (e) {
+      error(true, 'shaka', 'load: ' + (e && e.code ? e.code : String(e)));
+    });
   } else {
     error(true, 'page', 'unknown player ' + kind);
   }

@@ -1,9 +1,9 @@
-// run.mjs plays one HLS or DASH URL with hls.js or dash.js in headless
+// run.mjs plays one HLS or DASH URL with hls.js, dash.js or Shaka Player in headless
 // Chromium (driven by playwright-core) and prints one JSON object with what
 // happened. It judges nothing itself: the Go test asserts on the JSON.
 //
 //   node packager/browser/run.mjs --url http://127.0.0.1:8080/hls/live/cam/index.m3u8
-//       [--player hls|dash] [--play 5] [--throttle-kbps 600] [--throttle-seconds 20]
+//       [--player hls|dash|shaka] [--play 5] [--throttle-kbps 600] [--throttle-seconds 20]
 //       [--config '{"lowLatencyMode":false}'] [--screenshot shot.png]
 //       [--throttle-delay 0.7] [--link-kbps 10000] [--trace] [--console page.log]
 //
@@ -57,7 +57,7 @@ function fail(msg) {
 
 if (!opt.url) fail('--url is required');
 const player = opt.player || (/\.mpd(\?|$)/.test(opt.url) ? 'dash' : 'hls');
-if (player !== 'hls' && player !== 'dash') fail('--player must be hls or dash');
+if (!['hls', 'dash', 'shaka'].includes(player)) fail('--player must be hls, dash or shaka');
 result.player = player;
 const num = (name) => {
   const v = Number(opt[name]);
@@ -89,6 +89,7 @@ const files = {
   '/player.js': [join(here, 'player.js'), 'text/javascript'],
   '/hls.min.js': [join(modules, 'hls.js/dist/hls.min.js'), 'text/javascript'],
   '/dash.all.min.js': [join(modules, 'dashjs/dist/modern/umd/dash.all.min.js'), 'text/javascript'],
+  '/shaka-player.compiled.js': [join(modules, 'shaka-player/dist/shaka-player.compiled.js'), 'text/javascript'],
 };
 
 // The page comes from its own loopback origin, so the relay's CORS headers
