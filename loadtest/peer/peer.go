@@ -495,7 +495,7 @@ func measure(ctx context.Context, cfg Config, name, url, primaryURL string, n in
 	// measured), and its RSS is the largest of once a second then.
 	type steady struct {
 		cpu, rss, writes, rq, slices float64
-		lat, latUp           *LatencyStats
+		lat, latUp                   *LatencyStats
 	}
 	window := make(chan steady, 1)
 	go func() {
