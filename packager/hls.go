@@ -151,15 +151,20 @@ func (st *stream) renderMedia(r Rendition, form mediaForm) ([]byte, error) {
 		// tags, with or without parts of its own: the ladder's PART-TARGET
 		// and a PART-HOLD-BACK (strict players take the part target from
 		// the first playlist they load and require PART-HOLD-BACK in every
-		// playlist then). A rendition without parts (key, lite) holds back
-		// three target durations, what a player needs there to have a
-		// segment in hand (docs/hls-dash.md).
+		// playlist then). A rendition without parts (key, lite) is ready a
+		// segment at a time, so it holds back two target durations: what
+		// PART-HOLD-BACK's own floor, twice the unit a playlist grows by,
+		// gives for segments. (Three, HOLD-BACK's rule, kept a player that
+		// takes its delay once from the first playlist it loads, as Shaka
+		// Player does, three GOPs behind for the whole session when its
+		// first bandwidth guess put it there; one and three parts stalled
+		// it; docs/hls-dash.md.)
 		pl.Version = 9
 		pt := max(st.seg.longestPart(), st.p.cfg.PartTarget.Truncate(10*time.Microsecond), 10*time.Microsecond)
 		pl.PartInf = &playlist.MediaPartInf{PartTarget: pt}
 		hold := 3 * pt
 		if !ll {
-			hold = max(hold, 3*time.Duration(pl.TargetDuration)*time.Second)
+			hold = max(hold, 2*time.Duration(pl.TargetDuration)*time.Second)
 		}
 		pl.ServerControl.PartHoldBack = &hold
 	}

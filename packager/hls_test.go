@@ -156,8 +156,8 @@ func TestLowLatencyPlaylists(t *testing.T) {
 	lite := render(t, st, Lite)
 	for _, want := range []string{
 		// No parts of its own, but the ladder's LL-HLS tags, holding back
-		// three target durations.
-		"#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=6.00000\n",
+		// two target durations.
+		"#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=4.00000\n",
 		fmt.Sprintf("#EXT-X-PART-INF:PART-TARGET=%.5f\n", pt.Seconds()),
 		fmt.Sprintf("#EXT-X-RENDITION-REPORT:URI=\"full.m3u8\",LAST-MSN=5,LAST-PART=%d\n", curParts-1),
 	} {

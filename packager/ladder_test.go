@@ -126,8 +126,8 @@ func TestLadderConsistentForStrictParsers(t *testing.T) {
 					if hold < 2*pl.PartInf.PartTarget {
 						t.Errorf("%s: PART-HOLD-BACK %v under twice PART-TARGET %v", name, hold, pl.PartInf.PartTarget)
 					}
-					if !hasParts && hold < 3*time.Duration(pl.TargetDuration)*time.Second {
-						t.Errorf("%s has no parts: PART-HOLD-BACK %v is under three target durations", name, hold)
+					if !hasParts && hold < 2*time.Duration(pl.TargetDuration)*time.Second {
+						t.Errorf("%s has no parts: PART-HOLD-BACK %v is under two target durations", name, hold)
 					}
 					parts := pl.Parts
 					for _, s := range pl.Segments {
