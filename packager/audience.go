@@ -35,6 +35,10 @@ type Audience struct {
 	Name string           `json:"name"`
 	HLS  ProtocolAudience `json:"hls"`
 	DASH ProtocolAudience `json:"dash"`
+	// Ready: the stream has a complete segment and has not ended, so a
+	// player sent here plays at once (a stream whose packaging has just
+	// started answers its first segments' requests with 404).
+	Ready bool `json:"ready"`
 }
 
 // audience counts a stream's HTTP clients by protocol (a client is a
@@ -145,7 +149,7 @@ func (p *Packager) audienceAt(now time.Time) []Audience {
 	out := make([]Audience, 0, len(streams))
 	for _, st := range streams {
 		r := st.audience.read(now)
-		out = append(out, Audience{App: st.app, Name: st.name, HLS: r[protoHLS], DASH: r[protoDASH]})
+		out = append(out, Audience{App: st.app, Name: st.name, HLS: r[protoHLS], DASH: r[protoDASH], Ready: st.serving()})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].App != out[j].App {

@@ -232,6 +232,13 @@ func (st *stream) stop() {
 	st.p.forget(st, rp)
 }
 
+// serving tells whether st has a complete segment to serve and goes on.
+func (st *stream) serving() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return !st.stopped && !st.ended && st.seg.newest() != nil
+}
+
 // armLinger stops the stream once nobody asked for it for Linger.
 func (st *stream) armLinger(d time.Duration) {
 	time.AfterFunc(d, func() {

@@ -11,20 +11,30 @@ import (
 	"github.com/relaymesh/relaymesh/relay/pull"
 )
 
-// httpAudience is the packager's HLS/DASH audience by app/name (nothing
-// before the packager runs).
-func (n *node) httpAudience() map[string][]bus.ProtocolLoad {
+// httpAudience is what the packager serves, by app/name: its HLS/DASH
+// audience and whether it has segments (nothing before the packager runs).
+func (n *node) httpAudience() map[string]agent.HTTPStream {
 	p := n.pkgRef.Load()
 	if p == nil {
 		return nil
 	}
 	aud := p.Audience()
-	out := make(map[string][]bus.ProtocolLoad, len(aud))
+	out := make(map[string]agent.HTTPStream, len(aud))
 	for _, a := range aud {
-		out[a.App+"/"+a.Name] = []bus.ProtocolLoad{
+		out[a.App+"/"+a.Name] = agent.HTTPStream{Ready: a.Ready, Loads: []bus.ProtocolLoad{
 			{Protocol: bus.ProtoHLS, Viewers: a.HLS.Viewers, Mbps: a.HLS.Mbps},
 			{Protocol: bus.ProtoDASH, Viewers: a.DASH.Viewers, Mbps: a.DASH.Mbps},
-		}
+		}}
+	}
+	return out
+}
+
+// httpLoads is the packager's HLS/DASH audience by app/name.
+func (n *node) httpLoads() map[string][]bus.ProtocolLoad {
+	aud := n.httpAudience()
+	out := make(map[string][]bus.ProtocolLoad, len(aud))
+	for k, s := range aud {
+		out[k] = s.Loads
 	}
 	return out
 }

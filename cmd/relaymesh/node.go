@@ -146,7 +146,7 @@ func newNodeOn(cfg config.Config, log *slog.Logger, rtmpLn, httpLn net.Listener)
 	if err := n.hubs.RegisterMetrics(n.http.Registry); err != nil {
 		panic("relaymesh: hub metrics: " + err.Error()) // a fresh registry: names collide only by a bug
 	}
-	n.http.Mux.Handle("GET /api/v1/streams", serve.StreamsHandler(n.hubs, n.httpAudience))
+	n.http.Mux.Handle("GET /api/v1/streams", serve.StreamsHandler(n.hubs, n.httpLoads))
 	if err := n.http.Registry.Register(agent.ViewersCollector(n.stats(), n.hubs.StreamLabels)); err != nil {
 		panic("relaymesh: viewer metrics: " + err.Error()) // a fresh registry: names collide only by a bug
 	}

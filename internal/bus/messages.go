@@ -41,11 +41,15 @@ var ErrInvalid = errors.New("bus: invalid message")
 // the scaler, the demand bonus and the close rules count them all;
 // Protocols breaks them down.
 type StreamStatus struct {
-	App       string         `json:"app"`
-	Name      string         `json:"name"`
-	Viewers   int            `json:"viewers"`
-	Mbps      float64        `json:"mbps"`
-	Live      bool           `json:"live"`                // media is flowing
+	App     string  `json:"app"`
+	Name    string  `json:"name"`
+	Viewers int     `json:"viewers"`
+	Mbps    float64 `json:"mbps"`
+	Live    bool    `json:"live"` // media is flowing
+	// HTTPReady: the server's packager has segments of the stream, so an
+	// HLS or DASH player sent here plays at once (the redirector steers
+	// players to such servers first).
+	HTTPReady bool           `json:"http_ready,omitempty"`
 	Held      bool           `json:"held,omitempty"`      // kept open by an orchestrator command
 	Protocols []ProtocolLoad `json:"protocols,omitempty"` // by protocol, when any has viewers
 	// What the server's hub knows of the live stream (for the dashboard).

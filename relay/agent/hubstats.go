@@ -8,9 +8,15 @@ import (
 	"github.com/relaymesh/relaymesh/internal/hub"
 )
 
-// HTTPFunc returns the HLS and DASH audience of the streams served over
-// HTTP, by "app/name" (the packager's, adapted by the process).
-type HTTPFunc func() map[string][]bus.ProtocolLoad
+// HTTPFunc returns the streams served over HLS and DASH, by "app/name"
+// (the packager's, adapted by the process).
+type HTTPFunc func() map[string]HTTPStream
+
+// HTTPStream is what a server's packager serves of one stream.
+type HTTPStream struct {
+	Ready bool               // it has segments: a player sent here plays at once
+	Loads []bus.ProtocolLoad // the audience by protocol
+}
 
 // HubStats reads the per-stream load of a relay from its hub registry.
 func HubStats(reg *hub.Registry) StatsFunc { return Stats(reg, nil) }
@@ -22,7 +28,7 @@ func HubStats(reg *hub.Registry) StatsFunc { return Stats(reg, nil) }
 // (its pull ended under them) is listed too, not live.
 func Stats(reg *hub.Registry, http HTTPFunc) StatsFunc {
 	return func() []bus.StreamStatus {
-		var aud map[string][]bus.ProtocolLoad
+		var aud map[string]HTTPStream
 		if http != nil {
 			aud = http()
 		}
@@ -40,12 +46,13 @@ func Stats(reg *hub.Registry, http HTTPFunc) StatsFunc {
 			if in.Viewers > 0 {
 				st.Protocols = append(st.Protocols, bus.ProtocolLoad{Protocol: bus.ProtoRTMP, Viewers: in.Viewers, Mbps: mbps})
 			}
-			addHTTP(&st, aud[key])
+			addHTTP(&st, aud[key].Loads)
+			st.HTTPReady = aud[key].Ready && in.Live
 			out = append(out, st)
 		}
 		var rest []string
-		for key, pl := range aud {
-			if !seen[key] && viewersOf(pl) > 0 {
+		for key, hs := range aud {
+			if !seen[key] && viewersOf(hs.Loads) > 0 {
 				rest = append(rest, key)
 			}
 		}
@@ -53,7 +60,7 @@ func Stats(reg *hub.Registry, http HTTPFunc) StatsFunc {
 		for _, key := range rest {
 			app, name, _ := strings.Cut(key, "/")
 			st := bus.StreamStatus{App: app, Name: name}
-			addHTTP(&st, aud[key])
+			addHTTP(&st, aud[key].Loads)
 			out = append(out, st)
 		}
 		return out

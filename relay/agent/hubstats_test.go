@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -19,11 +20,11 @@ func TestStatsCountEveryProtocol(t *testing.T) {
 	defer viewer.Close()
 	packager := h.Subscribe(hub.SubscribeOptions{ID: "packager", Lossless: true})
 	defer packager.Close()
-	http := func() map[string][]bus.ProtocolLoad {
-		return map[string][]bus.ProtocolLoad{
-			"live/a": {{Protocol: bus.ProtoHLS, Viewers: 2, Mbps: 1.5}, {Protocol: bus.ProtoDASH}},
-			"live/b": {{Protocol: bus.ProtoHLS}, {Protocol: bus.ProtoDASH, Viewers: 1, Mbps: 0.5}},
-			"live/c": {{Protocol: bus.ProtoHLS}}, // nobody: not listed
+	http := func() map[string]HTTPStream {
+		return map[string]HTTPStream{
+			"live/a": {Ready: true, Loads: []bus.ProtocolLoad{{Protocol: bus.ProtoHLS, Viewers: 2, Mbps: 1.5}, {Protocol: bus.ProtoDASH}}},
+			"live/b": {Loads: []bus.ProtocolLoad{{Protocol: bus.ProtoHLS}, {Protocol: bus.ProtoDASH, Viewers: 1, Mbps: 0.5}}},
+			"live/c": {Loads: []bus.ProtocolLoad{{Protocol: bus.ProtoHLS}}}, // nobody: not listed
 		}
 	}
 	stats := Stats(reg, http)
@@ -36,7 +37,10 @@ func TestStatsCountEveryProtocol(t *testing.T) {
 		a.Protocols[0] != (bus.ProtocolLoad{Protocol: bus.ProtoRTMP, Viewers: 1}) || a.Protocols[1].Protocol != bus.ProtoHLS || a.HTTPViewers() != 2 {
 		t.Errorf("live/a: %+v", a)
 	}
-	if b.Name != "b" || b.Live || b.Viewers != 1 || b.Mbps != 0.5 || len(b.Protocols) != 1 || b.Protocols[0].Protocol != bus.ProtoDASH {
+	if a.HTTPReady {
+		t.Errorf("live/a is not live, yet HTTP-ready: %+v", a)
+	}
+	if b.Name != "b" || b.Live || b.HTTPReady || b.Viewers != 1 || b.Mbps != 0.5 || len(b.Protocols) != 1 || b.Protocols[0].Protocol != bus.ProtoDASH {
 		t.Errorf("live/b (no hub): %+v", b)
 	}
 	// The metric shows the same figures, every protocol of a stream.
@@ -102,6 +106,32 @@ func TestStatsCarryStreamDetails(t *testing.T) {
 	}
 }
 
+// TestStatsHTTPReady: a live stream whose packager has segments is
+// reported HTTP-ready (the redirector steers players there first); one
+// that is packaged without segments yet, or not at all, is not.
+func TestStatsHTTPReady(t *testing.T) {
+	reg := hub.NewRegistry(hub.Config{}, nil)
+	for _, n := range []string{"warm", "cold", "none"} {
+		h := reg.Acquire("live", n)
+		defer h.Release()
+		h.Begin(hub.PublisherInfo{})
+		defer h.End()
+	}
+	http := func() map[string]HTTPStream {
+		return map[string]HTTPStream{"live/warm": {Ready: true}, "live/cold": {}}
+	}
+	got := map[string]bool{}
+	for _, st := range Stats(reg, http)() {
+		if !st.Live {
+			t.Errorf("%s not live", st.Name)
+		}
+		got[st.Name] = st.HTTPReady
+	}
+	if want := map[string]bool{"warm": true, "cold": false, "none": false}; !maps.Equal(got, want) {
+		t.Errorf("HTTP-ready %v, want %v", got, want)
+	}
+}
+
 // TestViewersKeepTheLabelBound: with the hub's labels, streams beyond the
 // bound (and HTTP-only streams without a hub) share stream="_other",
 // their viewers summed.
@@ -113,8 +143,8 @@ func TestViewersKeepTheLabelBound(t *testing.T) {
 		v := h.Subscribe(hub.SubscribeOptions{ID: "v-" + n})
 		defer v.Close()
 	}
-	http := func() map[string][]bus.ProtocolLoad {
-		return map[string][]bus.ProtocolLoad{"live/d": {{Protocol: bus.ProtoHLS, Viewers: 2}}}
+	http := func() map[string]HTTPStream {
+		return map[string]HTTPStream{"live/d": {Loads: []bus.ProtocolLoad{{Protocol: bus.ProtoHLS, Viewers: 2}}}}
 	}
 	pr := prometheus.NewRegistry()
 	pr.MustRegister(ViewersCollector(Stats(reg, http), reg.StreamLabels))

@@ -102,6 +102,8 @@ type relayState struct {
 	// closed (disconnect.go); probing: its listener is being asked.
 	gone    time.Time
 	probing bool
+	// carried: the live streams of its last status (carrying.go).
+	carried carried
 }
 
 type demandKey struct {
@@ -130,6 +132,9 @@ type Redirector struct {
 	busSince   time.Time                // connected to the bus since (liveness.go)
 	// opening: by app/name, the relays starting (provisional.go; under mu).
 	opening map[string][]placement.ServerID
+	// carriers: by app/name, the servers whose last status reports it live,
+	// in ID order (carrying.go; under mu).
+	carriers map[string][]placement.ServerID
 
 	dmu     sync.Mutex
 	demand  map[demandKey]demandVal
@@ -189,7 +194,7 @@ func New(cfg Config, conn *bus.Conn, log *slog.Logger) (*Redirector, error) {
 	}
 	r := &Redirector{cfg: cfg, conn: conn, log: log.With("component", "redirector"), matcher: m,
 		mesh:   placement.New(cfg.Graph, cfg.Placement),
-		relays: map[placement.ServerID]*relayState{}, placements: map[string]bus.Placement{}, opening: map[string][]placement.ServerID{},
+		relays: map[placement.ServerID]*relayState{}, placements: map[string]bus.Placement{}, opening: map[string][]placement.ServerID{}, carriers: map[string][]placement.ServerID{},
 		demand: map[demandKey]demandVal{}, probe: liveness.Dial, probeSem: make(chan struct{}, liveness.MaxProbes)}
 	r.rnd.New = func() any { return mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64())) }
 	// Relays are not sent viewers until they report; the primary is always
@@ -347,6 +352,7 @@ func (r *Redirector) onStatus(s bus.Status) {
 		return // a status from before its goodbye
 	}
 	rs.status, rs.at = s, now
+	r.indexStreamsLocked(id, rs, s)
 	if !rs.gone.IsZero() {
 		r.reviveLocked(id, rs)
 	}

@@ -155,7 +155,11 @@ func (r *Redirector) steer(w http.ResponseWriter, req *http.Request) {
 	if v == graph.NoVertex && baseOK {
 		v = r.mesh.Server(baseID).Vertex
 	}
-	ids := r.pathways(app+"/"+name, v, baseID)
+	pathBase := baseID
+	if !baseOK {
+		pathBase = placement.NoServer
+	}
+	ids := r.pathways(app+"/"+name, v, pathBase)
 	ttl := int(r.cfg.SteeringTTL / time.Second)
 	if proto == "dash" {
 		ttl = int(r.cfg.DASHSteeringTTL / time.Second)
@@ -289,21 +293,31 @@ func (r *Redirector) viewerVertex(req *http.Request) (graph.VertexID, string) {
 }
 
 // pathways lists the servers a player of stream at v may use, best first:
-// the carriers that are up and not draining, and the primary, by graph
-// distance from v (the base server first among equals, then the less
-// loaded), at most maxPathways.
+// the carriers that are up and not draining (placed by the orchestrator or
+// reporting the stream live), and the primary. Those with segments of the
+// stream packaged (the base server, where the player is, counts as such)
+// come before those without: a player moved to a server whose packaging
+// has just started gets 404s and stalls. Then by graph distance from v,
+// the base server first among equals, then the less loaded; at most
+// maxPathways.
 func (r *Redirector) pathways(stream string, v graph.VertexID, base placement.ServerID) []placement.ServerID {
 	cands := []placement.ServerID{r.mesh.Primary()}
 	if sid, ok := r.mesh.Stream(stream); ok {
 		cands = append(cands, r.mesh.Carriers(sid)...)
 	}
 	type cand struct {
-		id   placement.ServerID
-		dist float32
-		load float64
+		id    placement.ServerID
+		ready bool
+		dist  float32
+		load  float64
 	}
 	var cs []cand
 	r.mu.RLock()
+	for _, id := range r.carriers[stream] {
+		if !slices.Contains(cands, id) {
+			cands = append(cands, id)
+		}
+	}
 	for _, id := range cands {
 		if id == placement.NoServer || !validPathway(r.mesh.Server(id).ID) {
 			continue
@@ -314,7 +328,7 @@ func (r *Redirector) pathways(stream string, v graph.VertexID, base placement.Se
 				continue
 			}
 		}
-		c := cand{id: id, dist: float32(1e38)}
+		c := cand{id: id, ready: id == base || r.httpReadyLocked(id, stream), dist: float32(1e38)}
 		if v != graph.NoVertex {
 			c.dist = r.distTo(v, id)
 		}
@@ -326,6 +340,9 @@ func (r *Redirector) pathways(stream string, v graph.VertexID, base placement.Se
 	}
 	r.mu.RUnlock()
 	sort.SliceStable(cs, func(i, j int) bool {
+		if cs[i].ready != cs[j].ready {
+			return cs[i].ready
+		}
 		if cs[i].dist != cs[j].dist {
 			return cs[i].dist < cs[j].dist
 		}

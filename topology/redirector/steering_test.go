@@ -13,13 +13,17 @@ import (
 )
 
 // steerMesh is a redirector without a bus whose relays relay-as and
-// relay-na carry live/a.
+// relay-na carry live/a, with segments of it packaged.
 func steerMesh(t *testing.T) *Redirector {
 	t.Helper()
 	r := newTest(t, nil, Config{DevIP: true})
 	for i, id := range []string{"relay-as", "relay-na", "relay-eu"} {
 		port := 40000 + 2*i
-		r.onStatus(bus.Status{ID: id, RTMP: "127.0.0.1:" + itoa(port), HTTP: "127.0.0.1:" + itoa(port+1), Time: time.Now()})
+		var streams []bus.StreamStatus
+		if id != "relay-eu" {
+			streams = []bus.StreamStatus{{App: "live", Name: "a", Live: true, HTTPReady: true}}
+		}
+		r.onStatus(bus.Status{ID: id, RTMP: "127.0.0.1:" + itoa(port), HTTP: "127.0.0.1:" + itoa(port+1), Streams: streams, Time: time.Now()})
 	}
 	r.onPlacement(bus.Placement{App: "live", Name: "a", Relays: []bus.PlacedRelay{
 		{Server: "relay-as", State: bus.StateReady}, {Server: "relay-na", State: bus.StateReady}}})
@@ -186,5 +190,46 @@ func TestCORSAndPreflight(t *testing.T) {
 			rec.Header().Get("Access-Control-Allow-Methods") == "" {
 			t.Errorf("OPTIONS %s: %d %v", target, rec.Code, rec.Header())
 		}
+	}
+}
+
+// TestSteeringWarmCarriers: a relay that pulls a stream on its own (a
+// viewer went to it directly, no placement) is a pathway of that stream;
+// servers without segments of it packaged come after those with, so a
+// player is not moved to a packager that has just started (404s, a
+// stall) while one that serves is left; a stream the relay no longer
+// reports is no longer steered to it.
+func TestSteeringWarmCarriers(t *testing.T) {
+	r := steerMesh(t)
+	h := r.Handler()
+	status := func(id string, port int, streams ...bus.StreamStatus) {
+		r.onStatus(bus.Status{ID: id, RTMP: "127.0.0.1:" + itoa(port), HTTP: "127.0.0.1:" + itoa(port+1), Streams: streams, Time: time.Now()})
+	}
+	// relay-eu pulls live/b for a viewer of its own: it is listed, first.
+	status("relay-eu", 40004, bus.StreamStatus{App: "live", Name: "b", Live: true, HTTPReady: true})
+	m := steering(t, h, "/steer/hls/live/b?base=relay-eu&ip=198.51.100.10")
+	if !slices.Equal(m.PathwayPriority, []string{"relay-eu", "primary"}) {
+		t.Errorf("live/b from relay-eu, a viewer in New York: %v", m.PathwayPriority)
+	}
+	// relay-na carries live/a without segments yet: a player in New York
+	// on relay-as stays on relay-as (and would move to relay-na only
+	// after it); once relay-na has segments it goes first.
+	status("relay-na", 40002, bus.StreamStatus{App: "live", Name: "a", Live: true})
+	m = steering(t, h, "/steer/hls/live/a?base=relay-as&ip=198.51.100.10")
+	if len(m.PathwayPriority) < 2 || m.PathwayPriority[0] != "relay-as" || m.PathwayPriority[1] != "relay-na" {
+		t.Errorf("relay-na cold: %v", m.PathwayPriority)
+	}
+	status("relay-na", 40002, bus.StreamStatus{App: "live", Name: "a", Live: true, HTTPReady: true})
+	if m := steering(t, h, "/steer/hls/live/a?base=relay-as&ip=198.51.100.10"); m.PathwayPriority[0] != "relay-na" {
+		t.Errorf("relay-na warm: %v", m.PathwayPriority)
+	}
+	// The same holds for the MPD's location.
+	if w := get(t, h, "/steer/dash/live/a/manifest.mpd?base=relay-as&ip=198.51.100.10", nil); !strings.Contains(w.Header().Get("Location"), ":40003/") {
+		t.Errorf("manifest location %d %q", w.Code, w.Header().Get("Location"))
+	}
+	// relay-eu stops carrying live/b: only the primary is left.
+	status("relay-eu", 40004)
+	if m := steering(t, h, "/steer/hls/live/b?base=relay-eu&ip=198.51.100.10"); !slices.Equal(m.PathwayPriority, []string{"primary"}) {
+		t.Errorf("live/b after relay-eu let it go: %v", m.PathwayPriority)
 	}
 }
