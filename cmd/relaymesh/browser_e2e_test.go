@@ -77,7 +77,7 @@ func repoRoot(t *testing.T) string {
 func requireBrowser(t *testing.T, root string) {
 	t.Helper()
 	requireTool(t, "node", "chromium")
-	for _, p := range []string{"playwright-core/package.json", "hls.js/dist/hls.min.js", "dashjs/dist/modern/umd/dash.all.min.js"} {
+	for _, p := range []string{"playwright-core/package.json", "hls.js/dist/hls.min.js", "dashjs/dist/modern/umd/dash.all.min.js", "shaka-player/dist/shaka-player.compiled.js"} {
 		if _, err := os.Stat(filepath.Join(root, "node_modules", p)); err != nil {
 			if os.Getenv("CI") == "true" {
 				t.Fatalf("node_modules/%s is required in CI but missing (npm ci)", p)
@@ -92,7 +92,8 @@ func requireBrowser(t *testing.T, root string) {
 // DASH. Each must advance currentTime by at least 5 s and show the published
 // width; then, with the page's network throttled to 600 kbit/s, the player
 // must move to a lower rendition and keep playing with no stall over 3 s
-// (hls.js in its default low-latency mode: over 10 s, see below).
+// (hls.js in its default low-latency mode: over 10 s, see below). dash.js
+// and Shaka Player with their defaults must reach the top rendition.
 func TestBrowserPlayers(t *testing.T) {
 	requireTool(t, "ffmpeg")
 	root := repoRoot(t)
@@ -150,6 +151,11 @@ func TestBrowserPlayers(t *testing.T) {
 		{"hls", "hls", base + "/hls/live/cam/index.m3u8", `{"lowLatencyMode":false}`, true, 3000, 0.5, false},
 		{"dash", "dash", base + "/dash/live/cam/manifest.mpd", `{"streaming":{"abr":{"initialBitrate":{"video":3000}}}}`, true, 3000, 0.5, false},
 		{"dash-default", "dash", base + "/dash/live/cam/manifest.mpd", `{}`, true, 0, 0, true},
+		// Shaka Player, a third independent player, with its defaults on
+		// both: it starts on key by its 1 Mbit/s guess and reaches full
+		// in about 5 s (its latency: docs/hls-dash.md, *Players*).
+		{"shaka-default", "shaka", base + "/hls/live/cam/index.m3u8", `{}`, true, 0, 0, true},
+		{"shaka-dash-default", "shaka", base + "/dash/live/cam/manifest.mpd", `{}`, true, 0, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
