@@ -20,7 +20,8 @@ type Packager struct {
 
 	mu      sync.Mutex
 	streams map[string]*stream
-	resume  map[string]*resumePoint // where stopped streams left off
+	resume  map[string]*resumePoint       // where stopped streams left off
+	held    map[string]context.CancelFunc // streams held packaged (hold.go)
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -39,7 +40,7 @@ func New(src Source, cfg Config) (*Packager, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Packager{cfg: cfg, src: src, m: m, now: time.Now, ctx: ctx, cancel: cancel, streams: make(map[string]*stream), resume: make(map[string]*resumePoint)}, nil
+	return &Packager{cfg: cfg, src: src, m: m, now: time.Now, ctx: ctx, cancel: cancel, streams: make(map[string]*stream), resume: make(map[string]*resumePoint), held: make(map[string]context.CancelFunc)}, nil
 }
 
 // Close stops packaging every stream and waits for the pumps to end.
@@ -110,6 +111,7 @@ func (p *Packager) Start(ctx context.Context, app, name string) error {
 // stream (a relay drained or closed for it), so that players go back to
 // the redirector instead of watching a frozen picture.
 func (p *Packager) End(app, name string) {
+	p.Release(app, name)
 	p.mu.Lock()
 	st := p.streams[app+"/"+name]
 	p.mu.Unlock()
@@ -118,9 +120,14 @@ func (p *Packager) End(app, name string) {
 	}
 }
 
-// EndAll ends every stream being packaged, as End does (a node that drains).
+// EndAll ends every stream being packaged, as End does (a node that
+// drains), and releases every Hold.
 func (p *Packager) EndAll() {
 	p.mu.Lock()
+	for key, cancel := range p.held {
+		cancel()
+		delete(p.held, key)
+	}
 	sts := make([]*stream, 0, len(p.streams))
 	for _, st := range p.streams {
 		sts = append(sts, st)

@@ -248,6 +248,10 @@ func (st *stream) armLinger(d time.Duration) {
 		if st.app_.AlwaysOn {
 			return
 		}
+		if st.p.isHeld(st.app + "/" + st.name) {
+			st.armLinger(st.p.cfg.Linger)
+			return
+		}
 		idle := st.p.now().Sub(time.Unix(0, st.lastAccess.Load()))
 		if idle >= st.p.cfg.Linger {
 			st.log.Debug("no viewers: stopping")

@@ -40,7 +40,7 @@ func startAgent(ctx context.Context, cfg config.Config, n *node, id, location st
 		return nil, err
 	}
 	ag, err := agent.New(agent.Config{ID: id, Location: location, RTMP: rtmpAddr, HTTP: httpAddr, RTMPS: rtmpsAddr, HTTPS: httpsAddr,
-		CapacityViewers: cfg.Capacity.Viewers, CapacityMbps: cfg.Capacity.Mbps}, conn, n.stats(), puller, log)
+		CapacityViewers: cfg.Capacity.Viewers, CapacityMbps: cfg.Capacity.Mbps}, conn, n.stats(), heldPackaging(cfg, n, puller), log)
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -71,4 +71,39 @@ func announceStreams(ctx context.Context, conn *bus.Conn, in *ingest.Ingest, log
 	}
 	in.OnPublish = func(app, name, _ string) { send(app, name, bus.EventPublish) }
 	in.OnUnpublish = func(app, name string) { send(app, name, bus.EventUnpublish) }
+}
+
+// packagedPuller makes a relay package the streams the orchestrator opens
+// on it from the moment it pulls them (hls.package_held): its first HTTP
+// viewers find segments, and steering ranks it warm. A stream released is
+// first let go by the packager, so that its ended playlists do not pull it
+// again.
+type packagedPuller struct {
+	agent.Puller
+	n *node
+}
+
+// heldPackaging wraps puller when cfg packages held streams.
+func heldPackaging(cfg config.Config, n *node, puller agent.Puller) agent.Puller {
+	if !cfg.HLS.PackageHeld || puller == nil {
+		return puller
+	}
+	return packagedPuller{Puller: puller, n: n}
+}
+
+func (p packagedPuller) Hold(ctx context.Context, app, name, parent string) error {
+	if err := p.Puller.Hold(ctx, app, name, parent); err != nil {
+		return err
+	}
+	if pkg := p.n.pkgRef.Load(); pkg != nil { // nil before the node runs: packaged on request then
+		pkg.Hold(app, name)
+	}
+	return nil
+}
+
+func (p packagedPuller) Release(app, name string) {
+	if pkg := p.n.pkgRef.Load(); pkg != nil {
+		pkg.Release(app, name)
+	}
+	p.Puller.Release(app, name)
 }

@@ -315,7 +315,7 @@ func devAgent(ctx context.Context, spawn func(string, func() error), connect fun
 		return err
 	}
 	a, err := agent.New(agent.Config{ID: s.ID, Location: s.Location, RTMP: n.rtmpLn.Addr().String(), HTTP: n.httpLn.Addr().String(),
-		CapacityViewers: s.CapacityViewers, CapacityMbps: s.CapacityMbps}, conn, n.stats(), p, n.log)
+		CapacityViewers: s.CapacityViewers, CapacityMbps: s.CapacityMbps}, conn, n.stats(), heldPackaging(n.cfg, n, p), n.log)
 	if err != nil {
 		conn.Close()
 		return err

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -316,6 +317,14 @@ func TestMeshOpensRelaysWhereDemandIs(t *testing.T) {
 	for _, id := range []string{"relay-na", "relay-as"} {
 		waitFor(t, "3 viewers on "+id, 10*time.Second, func() bool { return relayViewers(t, relayHTTP[id], stream) >= 3 })
 	}
+	// The relays the orchestrator opened package the stream from the
+	// start, not from their first HTTP request (hls.package_held): no HTTP
+	// viewer has asked them, and their first one will find segments.
+	for _, id := range []string{"relay-na", "relay-as"} {
+		waitFor(t, id+" packaging the held stream", 10*time.Second, func() bool {
+			return packagedWithoutRequests(t, relayHTTP[id])
+		})
+	}
 	for ip, ch := range reps {
 		checkPlayed(t, "viewers at "+ip+" on "+want[ip], <-ch, 50)
 	}
@@ -593,4 +602,25 @@ func TestMeshSurvivesFailures(t *testing.T) {
 	checkPlayed(t, "viewers in Germany on the primary", <-reps[ipDE], minVideo)
 	checkPlayed(t, "viewers in the US on relay-na", <-reps[ipUS], minVideo)
 	<-reps[ipJP] // on the relay that was killed
+}
+
+// packagedWithoutRequests tells whether the server at httpURL has
+// produced segments (of its one stream) while its packager has answered no
+// request.
+func packagedWithoutRequests(t *testing.T, httpURL string) bool {
+	t.Helper()
+	resp, err := http.Get(httpURL + "/metrics")
+	if err != nil {
+		return false
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	produced := regexp.MustCompile(`relaymesh_packager_segments_produced_total\{rendition="full"\} (\S+)`).FindSubmatch(body)
+	if produced == nil || string(produced[1]) == "0" {
+		return false
+	}
+	if regexp.MustCompile(`(?m)^relaymesh_packager_http_requests_total\{[^}]*\} [1-9]`).Match(body) {
+		t.Errorf("%s: the packager answered requests: %s", httpURL, regexp.MustCompile(`(?m)^relaymesh_packager_http_requests_total.*$`).FindAll(body, -1))
+	}
+	return true
 }

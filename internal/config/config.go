@@ -161,6 +161,10 @@ type HLS struct {
 	DASHLowLatency []string `yaml:"dash_low_latency"`
 	// Linger keeps a stream packaged this long after its last request (default 30s).
 	Linger time.Duration `yaml:"linger"`
+	// PackageHeld: a relay packages the streams the orchestrator opens on
+	// it from the moment it pulls them, not from their first HTTP request,
+	// until they are closed there (default true).
+	PackageHeld bool `yaml:"package_held"`
 	// SegmentMinDuration is the shortest segment (default 1s).
 	SegmentMinDuration time.Duration `yaml:"segment_min_duration"`
 	// PartTarget is the low-latency part duration (default 200ms).
@@ -323,7 +327,7 @@ func Default() Config {
 			MetricsStreams:    100,
 		},
 		Relay: Relay{Linger: 30 * time.Second},
-		HLS:   HLS{Format: "llhls", Linger: 30 * time.Second, SegmentMinDuration: time.Second, PartTarget: 200 * time.Millisecond, SegmentCount: 7},
+		HLS:   HLS{Format: "llhls", Linger: 30 * time.Second, PackageHeld: true, SegmentMinDuration: time.Second, PartTarget: 200 * time.Millisecond, SegmentCount: 7},
 		SharedObjects: SharedObjects{
 			ObjectsPerClient: 64, ObjectsPerScope: 1024, SlotsPerObject: 1024,
 			ValueBytes: 16 << 10, ObjectBytes: 1 << 20,
