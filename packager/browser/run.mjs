@@ -228,6 +228,8 @@ try {
       result.levelBeforeThrottle = warm.last.level;
       result.latencyBeforeThrottle = +warm.last.latency.toFixed(2);
       result.topBeforeThrottle = !!(warm.last.level && listed(warm.last.level) >= top);
+      // From the first frame to the top rendition.
+      if (result.topBeforeThrottle) result.topAfterMs = Date.now() - t0 - result.startupMs;
       // --throttle-delay moves the throttle's start against the segments
       // (to try every phase of the GOP).
       if (throttleDelay > 0) await sleep(throttleDelay * 1000);
