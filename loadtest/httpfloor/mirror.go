@@ -143,9 +143,13 @@ func (m *Mirror) refresh(ctx context.Context) error {
 func References(pl []byte) []string {
 	var refs []string
 	// Lines end with LF or CR LF; a line is a tag, a URI as it stands, or
-	// blank (RFC 8216, 4.1).
-	for _, line := range strings.Split(string(pl), "\n") {
-		line = strings.TrimSuffix(line, "\r")
+	// blank (RFC 8216, 4.1). A CR is part of the terminator only before an
+	// LF: in a last line with no terminator it is the line's own.
+	lines := strings.Split(string(pl), "\n")
+	for i, line := range lines {
+		if i < len(lines)-1 {
+			line = strings.TrimSuffix(line, "\r")
+		}
 		switch {
 		case line == "":
 		case strings.HasPrefix(line, "#EXT-X-MAP:"):
