@@ -42,9 +42,15 @@
       ttfb: ttfb(),
       latency: latency(),
       switches: probe.switches.length,
-      errors: probe.errors.length
+      errors: probe.errors.length,
+      frames: quality().totalVideoFrames || 0,
+      dropped: quality().droppedVideoFrames || 0
     };
   };
+  // quality is the element's count of frames, and of those dropped.
+  function quality() {
+    return video.getVideoPlaybackQuality ? video.getVideoPlaybackQuality() : {};
+  }
   // bandwidth is the player's throughput estimate in bit/s (0: unknown).
   function bandwidth() {
     var p = window.player;
@@ -150,6 +156,9 @@
       return;
     }
     shaka.polyfill.installAll();
+    // ?log=1 (run.mjs --console, which serves Shaka's debug build): its
+    // log at the verbose level, ABR decisions included.
+    if (q.get('log') && shaka.log && shaka.log.setLevel) shaka.log.setLevel(shaka.log.Level.V2);
     if (!shaka.Player.isBrowserSupported()) {
       error(true, 'page', 'Shaka Player not supported here');
       return;

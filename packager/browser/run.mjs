@@ -15,7 +15,10 @@
 // wall-clock time during which currentTime did not advance. --trace adds the
 // throttled phase polled every 200 ms to the JSON; --console keeps the page's
 // console (hls.js logs there with {"debug":true}, dash.js with
-// {"debug":{"logLevel":4}}) and the page's requests with their answers.
+// {"debug":{"logLevel":4}}; Shaka Player from its debug build at its verbose
+// level) and the page's requests with their answers. The JSON also counts
+// the video element's frames and dropped frames (play.frames/dropped,
+// framesBeforeThrottle).
 import { parseArgs } from 'node:util';
 import { createServer } from 'node:http';
 import { readFile, writeFile, mkdtemp, rm } from 'node:fs/promises';
@@ -89,7 +92,8 @@ const files = {
   '/player.js': [join(here, 'player.js'), 'text/javascript'],
   '/hls.min.js': [join(modules, 'hls.js/dist/hls.min.js'), 'text/javascript'],
   '/dash.all.min.js': [join(modules, 'dashjs/dist/modern/umd/dash.all.min.js'), 'text/javascript'],
-  '/shaka-player.compiled.js': [join(modules, 'shaka-player/dist/shaka-player.compiled.js'), 'text/javascript'],
+  // With --console, Shaka's debug build: the release build logs nothing.
+  '/shaka-player.compiled.js': [join(modules, `shaka-player/dist/shaka-player.compiled${opt.console ? '.debug' : ''}.js`), 'text/javascript'],
 };
 
 // The page comes from its own loopback origin, so the relay's CORS headers
@@ -114,7 +118,7 @@ try {
   fail('--config: ' + e.message);
 }
 const pageURL = `http://127.0.0.1:${server.address().port}/player.html?player=${player}` +
-  `&src=${encodeURIComponent(opt.url)}&config=${encodeURIComponent(opt.config)}`;
+  `&src=${encodeURIComponent(opt.url)}&config=${encodeURIComponent(opt.config)}` + (opt.console ? '&log=1' : '');
 
 const { chromium } = await import(join(modules, 'playwright-core/index.mjs'));
 const profile = await mkdtemp(join(tmpdir(), 'relaymesh-chromium-'));
@@ -203,7 +207,8 @@ try {
     result.startupMs = Date.now() - t0;
     // 2. plays unthrottled
     const play = await watch(playSec * 2 + 10, (s, w) => s.currentTime - w.from >= playSec);
-    result.play = { advanced: play.to - play.from, maxStallMs: play.maxStallMs, seconds: play.samples / 5 };
+    result.play = { advanced: play.to - play.from, maxStallMs: play.maxStallMs, seconds: play.samples / 5,
+      frames: play.last.frames, dropped: play.last.dropped };
     // How far behind the live edge (hls.js: its latency; dash.js: the
     // wall clock, synchronised by UTCTiming, against the presentation
     // time) over the last half of the playing phase.
@@ -228,6 +233,9 @@ try {
       result.levelBeforeThrottle = warm.last.level;
       result.latencyBeforeThrottle = +warm.last.latency.toFixed(2);
       result.topBeforeThrottle = !!(warm.last.level && listed(warm.last.level) >= top);
+      // The element's frames and dropped frames so far (Shaka Player bans
+      // a rendition for 30 s when over 15 % of 2 s' frames drop).
+      result.framesBeforeThrottle = { total: warm.last.frames, dropped: warm.last.dropped };
       // From the first frame to the top rendition.
       if (result.topBeforeThrottle) result.topAfterMs = Date.now() - t0 - result.startupMs;
       // --throttle-delay moves the throttle's start against the segments
