@@ -21,7 +21,7 @@ func init() {
 func runSim(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: relaymesh sim --scenario FILE [--policy all|controller|static|load-only] [--json] [--report out.html] [--scale F] [--scale-capacity] [--seed N]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: relaymesh sim --scenario FILE [--policy all|controller|static|load-only] [--json] [--report out.html] [--timeline out.csv] [--scale F] [--scale-capacity] [--seed N]\n\n"+
 			"Runs the mesh's controller (the orchestrator's decisions) against a scenario on a\n"+
 			"virtual clock, and the same scenario with two baselines (static relays everywhere,\n"+
 			"load-only autoscaling), and prints the scorecard with the goals.\n\n")
@@ -36,6 +36,7 @@ func runSim(ctx context.Context, args []string) error {
 	logLevel := fs.String("log-level", "warn", "log level: debug shows every decision with its simulated time (t) and reason")
 	quiet := fs.Bool("quiet", false, "no progress line on stderr")
 	report := fs.String("report", "", "also write an HTML report with the scorecard and charts to this file")
+	timeline := fs.String("timeline", "", "also write the controller's timeline (viewers, waiting, relays open and the oracle's, stretch, relay-seconds so far, per sample) as CSV to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,10 +62,10 @@ func runSim(ctx context.Context, args []string) error {
 	}
 	var card *sim.Scorecard
 	if *policy == "all" {
-		card, err = sim.RunScorecard(ctx, sc, opt, *report != "")
+		card, err = sim.RunScorecard(ctx, sc, opt, *report != "" || *timeline != "")
 	} else {
 		opt.Policy = sim.Policy(*policy)
-		if *report != "" {
+		if *report != "" || *timeline != "" {
 			opt.Timeline = &sim.Timeline{}
 		}
 		var sum *sim.Summary
@@ -91,6 +92,11 @@ func runSim(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	if *timeline != "" {
+		if err := writeTimeline(*timeline, card.Timelines()[0]); err != nil {
+			return err
+		}
+	}
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	switch {
@@ -106,4 +112,17 @@ func runSim(ctx context.Context, args []string) error {
 	}
 	fmt.Println()
 	return card.WriteText(os.Stdout)
+}
+
+// writeTimeline writes a run's timeline as CSV to path.
+func writeTimeline(path string, tl *sim.Timeline) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := tl.WriteCSV(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
