@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/relaymesh/relaymesh/loadtest/sim"
@@ -80,20 +81,12 @@ func runSim(ctx context.Context, args []string) error {
 		return err
 	}
 	if *report != "" {
-		f, err := os.Create(*report)
-		if err != nil {
-			return err
-		}
-		if err := sim.WriteHTML(f, card); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
+		if err := writeFile(*report, func(w io.Writer) error { return sim.WriteHTML(w, card) }); err != nil {
 			return err
 		}
 	}
 	if *timeline != "" {
-		if err := writeTimeline(*timeline, card.Timelines()[0]); err != nil {
+		if err := writeFile(*timeline, card.Timelines()[0].WriteCSV); err != nil {
 			return err
 		}
 	}
@@ -114,13 +107,13 @@ func runSim(ctx context.Context, args []string) error {
 	return card.WriteText(os.Stdout)
 }
 
-// writeTimeline writes a run's timeline as CSV to path.
-func writeTimeline(path string, tl *sim.Timeline) error {
+// writeFile creates path and fills it with write.
+func writeFile(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := tl.WriteCSV(f); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		return err
 	}

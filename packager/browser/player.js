@@ -29,6 +29,7 @@
   // sample is what run.mjs polls.
   window.sample = function () {
     var b = video.buffered;
+    var vq = video.getVideoPlaybackQuality ? video.getVideoPlaybackQuality() : {};
     return {
       t: performance.now(),
       currentTime: video.currentTime,
@@ -43,14 +44,10 @@
       latency: latency(),
       switches: probe.switches.length,
       errors: probe.errors.length,
-      frames: quality().totalVideoFrames || 0,
-      dropped: quality().droppedVideoFrames || 0
+      frames: vq.totalVideoFrames || 0, // the element's frames, and of those dropped
+      dropped: vq.droppedVideoFrames || 0
     };
   };
-  // quality is the element's count of frames, and of those dropped.
-  function quality() {
-    return video.getVideoPlaybackQuality ? video.getVideoPlaybackQuality() : {};
-  }
   // bandwidth is the player's throughput estimate in bit/s (0: unknown).
   function bandwidth() {
     var p = window.player;

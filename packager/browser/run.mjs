@@ -234,7 +234,7 @@ try {
       result.latencyBeforeThrottle = +warm.last.latency.toFixed(2);
       result.topBeforeThrottle = !!(warm.last.level && listed(warm.last.level) >= top);
       // The element's frames and dropped frames so far (Shaka Player bans
-      // a rendition for 30 s when over 15 % of 2 s' frames drop).
+      // a rendition for 30 s when 15 % or more of 2 s' frames drop).
       result.framesBeforeThrottle = { total: warm.last.frames, dropped: warm.last.dropped };
       // From the first frame to the top rendition.
       if (result.topBeforeThrottle) result.topAfterMs = Date.now() - t0 - result.startupMs;
