@@ -304,6 +304,14 @@ func (p *pull) run(ctx context.Context, url rtmp.URL) {
 		p.playing, p.lastErr = false, err
 		p.u.mu.Unlock()
 		if ctx.Err() != nil {
+			if first {
+				// Ended (released, shut down) before the upstream answered:
+				// the viewers waiting in Ensure learn it now, not at their
+				// StartTimeout.
+				first = false
+				p.startErr = fmt.Errorf("pull of %s/%s ended before upstream %s answered", p.app, p.name, url.Host)
+				close(p.started)
+			}
 			return
 		}
 		if first {
@@ -348,6 +356,17 @@ func (p *pull) run(ctx context.Context, url rtmp.URL) {
 	}
 }
 
+// hasStarted reports whether the first attempt has been answered (played
+// or failed).
+func (p *pull) hasStarted() bool {
+	select {
+	case <-p.started:
+		return true
+	default:
+		return false
+	}
+}
+
 func (p *pull) setUnpublished(v bool) {
 	p.u.mu.Lock()
 	p.unpublished = v
@@ -367,7 +386,10 @@ func (p *pull) lingerWatch(ctx context.Context) {
 			p.u.mu.Lock()
 			hold := p.hold
 			p.u.mu.Unlock()
-			if hold || p.hub.SubscriberCount() > 0 {
+			if hold || !p.hasStarted() || p.hub.SubscriberCount() > 0 {
+				// Held; or the viewer that started the pull still waits for
+				// the upstream's answer (it subscribes after it) — a slow
+				// answer is no idle pull; or watched.
 				idleSince = time.Time{}
 				continue
 			}
@@ -398,7 +420,17 @@ func (p *pull) once(ctx context.Context, url rtmp.URL, onStart func()) (bool, er
 	defer cc.Close(nil)
 	stop := context.AfterFunc(ctx, func() { cc.Close(context.Canceled) })
 	defer stop()
-	if _, err := cc.Play(ctx, p.name); err != nil {
+	// An upstream that takes the connection and never answers the play
+	// fails the attempt after StartTimeout (then it is tried again, with
+	// backoff), rather than hold the pull for good.
+	pctx, cancel := context.WithTimeoutCause(ctx, p.u.cfg.StartTimeout,
+		fmt.Errorf("upstream %s did not answer the play within %s", url.Host, p.u.cfg.StartTimeout))
+	_, err = cc.Play(pctx, p.name)
+	cancel()
+	if err != nil {
+		if c := context.Cause(pctx); c != nil && ctx.Err() == nil {
+			err = c
+		}
 		return false, err
 	}
 	cc.ReadInbound() // the stream comes in from here on, read here
