@@ -127,6 +127,13 @@ type pull struct {
 	// Play.Stop, StreamNotFound) and nothing was published since. Guarded by
 	// u.mu.
 	unpublished bool
+	// ending: the pull was told to end (lingered out, released); a viewer
+	// coming now waits for it to be gone and starts a new one. lastJoin is
+	// when a viewer last asked for the stream (Ensure): it counts as
+	// watching for Linger, as it subscribes only once Ensure returns.
+	// Guarded by u.mu.
+	ending   bool
+	lastJoin time.Time
 }
 
 // Info describes a running pull for the API.
@@ -238,6 +245,9 @@ func (u *Upstream) PullDone(app, name string) <-chan struct{} {
 func (u *Upstream) Release(app, name string) {
 	u.mu.Lock()
 	p := u.pulls[app+"/"+name]
+	if p != nil {
+		p.ending = true
+	}
 	u.mu.Unlock()
 	if p != nil {
 		p.cancel()
@@ -249,21 +259,34 @@ func (u *Upstream) start(app, name, query string, hold bool, parent rtmp.URL) *p
 	key := app + "/" + name
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if p := u.pulls[key]; p != nil {
-		if hold {
-			p.hold = true
+	for {
+		p := u.pulls[key]
+		if p == nil {
+			break
 		}
-		return p
+		if !p.ending {
+			p.lastJoin = time.Now()
+			if hold {
+				p.hold = true
+			}
+			return p
+		}
+		// Ending: its hub would be ended under the new viewer. Wait until
+		// it is gone (its upstream connection closing), then start anew.
+		u.mu.Unlock()
+		<-p.done
+		u.mu.Lock()
 	}
 	ctx, cancel := context.WithCancel(u.ctx)
 	p := &pull{
 		u: u, app: app, name: name, query: query, hold: hold,
-		hub:     u.hubs.Acquire(app, name),
-		log:     u.log.With("stream", key),
-		cancel:  cancel,
-		started: make(chan struct{}),
-		done:    make(chan struct{}),
-		parent:  parent,
+		hub:      u.hubs.Acquire(app, name),
+		log:      u.log.With("stream", key),
+		cancel:   cancel,
+		lastJoin: time.Now(),
+		started:  make(chan struct{}),
+		done:     make(chan struct{}),
+		parent:   parent,
 	}
 	url := u.url
 	if parent.Host != "" {
@@ -356,6 +379,40 @@ func (p *pull) run(ctx context.Context, url rtmp.URL) {
 	}
 }
 
+// idle reports whether nobody uses the pull now: not held, answered (the
+// viewer that started it subscribes after the answer: a slow answer is no
+// idle pull) and no local subscriber; and when a viewer last joined.
+func (p *pull) idle() (bool, time.Time) {
+	p.u.mu.Lock()
+	defer p.u.mu.Unlock()
+	return p.idleLocked(), p.lastJoin
+}
+
+func (p *pull) idleLocked() bool {
+	return !p.hold && p.hasStarted() && p.hub.SubscriberCount() == 0
+}
+
+// endIfIdle marks the pull ending if it is idle and nobody joined in the
+// last Linger, at once with the check (under u.mu, as start reuses pulls):
+// a viewer joining now either keeps it or finds it ending and starts a new
+// one.
+func (p *pull) endIfIdle(now time.Time) bool {
+	p.u.mu.Lock()
+	defer p.u.mu.Unlock()
+	if !p.idleLocked() || now.Sub(p.lastJoin) < p.u.cfg.Linger {
+		return false
+	}
+	p.ending = true
+	return true
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // hasStarted reports whether the first attempt has been answered (played
 // or failed).
 func (p *pull) hasStarted() bool {
@@ -383,19 +440,18 @@ func (p *pull) lingerWatch(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			p.u.mu.Lock()
-			hold := p.hold
-			p.u.mu.Unlock()
-			if hold || !p.hasStarted() || p.hub.SubscriberCount() > 0 {
-				// Held; or the viewer that started the pull still waits for
-				// the upstream's answer (it subscribes after it) — a slow
-				// answer is no idle pull; or watched.
+			idle, joined := p.idle()
+			if !idle {
 				idleSince = time.Time{}
 				continue
 			}
 			if idleSince.IsZero() {
 				idleSince = now
-			} else if now.Sub(idleSince) >= p.u.cfg.Linger {
+			}
+			// A viewer that joined (Ensure) subscribes once it returns:
+			// the idle time counts from its join.
+			idleSince = later(idleSince, joined)
+			if now.Sub(idleSince) >= p.u.cfg.Linger && p.endIfIdle(time.Now()) {
 				p.log.Info("no viewers left, closing upstream", "linger", p.u.cfg.Linger)
 				p.cancel()
 				return
