@@ -150,7 +150,8 @@ const (
 func (p *Packager) forget(st *stream, rp *resumePoint) {
 	key := st.app + "/" + st.name
 	p.mu.Lock()
-	if p.streams[key] == st {
+	current := p.streams[key] == st
+	if current {
 		delete(p.streams, key)
 	}
 	if rp != nil {
@@ -163,8 +164,13 @@ func (p *Packager) forget(st *stream, rp *resumePoint) {
 		}
 		p.resume[key] = rp
 	}
+	if current {
+		// Under p.mu: the next run of the stream (a request right after)
+		// keeps its series. A run forgotten already (its linger, then its
+		// pump's return) leaves it alone.
+		p.m.viewers.DeleteLabelValues(st.app, st.name)
+	}
 	p.mu.Unlock()
-	p.m.viewers.DeleteLabelValues(st.app, st.name)
 }
 
 // takeResume returns (and forgets) where the last run of key stopped, if
