@@ -188,7 +188,10 @@ func (u *Upstream) HeldHealth() error {
 // whose upstream said the stream stopped, with no local subscriber waiting
 // for it to come back, answers StreamNotFound.
 func (u *Upstream) Ensure(ctx context.Context, app, name, query string) error {
-	p := u.start(app, name, query, false, rtmp.URL{})
+	p, err := u.start(ctx, app, name, query, false, rtmp.URL{})
+	if err != nil {
+		return err
+	}
 	t := time.NewTimer(u.cfg.StartTimeout)
 	defer t.Stop()
 	select {
@@ -221,7 +224,10 @@ func (u *Upstream) Hold(ctx context.Context, app, name, parent string) error {
 			return err
 		}
 	}
-	p := u.start(app, name, "", true, from)
+	p, err := u.start(ctx, app, name, "", true, from)
+	if err != nil {
+		return err
+	}
 	select {
 	case <-p.started:
 		return p.startErr
@@ -255,7 +261,7 @@ func (u *Upstream) Release(app, name string) {
 	}
 }
 
-func (u *Upstream) start(app, name, query string, hold bool, parent rtmp.URL) *pull {
+func (u *Upstream) start(ctx context.Context, app, name, query string, hold bool, parent rtmp.URL) (*pull, error) {
 	key := app + "/" + name
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -269,15 +275,20 @@ func (u *Upstream) start(app, name, query string, hold bool, parent rtmp.URL) *p
 			if hold {
 				p.hold = true
 			}
-			return p
+			return p, nil
 		}
 		// Ending: its hub would be ended under the new viewer. Wait until
 		// it is gone (its upstream connection closing), then start anew.
 		u.mu.Unlock()
-		<-p.done
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			u.mu.Lock()
+			return nil, ctx.Err()
+		}
 		u.mu.Lock()
 	}
-	ctx, cancel := context.WithCancel(u.ctx)
+	pctx, cancel := context.WithCancel(u.ctx)
 	p := &pull{
 		u: u, app: app, name: name, query: query, hold: hold,
 		hub:      u.hubs.Acquire(app, name),
@@ -294,8 +305,8 @@ func (u *Upstream) start(app, name, query string, hold bool, parent rtmp.URL) *p
 	}
 	p.from = url.Host
 	u.pulls[key] = p
-	go p.run(ctx, url)
-	return p
+	go p.run(pctx, url)
+	return p, nil
 }
 
 func (p *pull) run(ctx context.Context, url rtmp.URL) {
