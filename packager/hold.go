@@ -51,21 +51,15 @@ func (p *Packager) Release(app, name string) {
 	p.mu.Lock()
 	cancel := p.held[key]
 	delete(p.held, key)
-	st := p.streams[key]
+	if st := p.streams[key]; st != nil {
+		// It lingers from now, as after a request; under p.mu, where
+		// the linger decides (lingerCheck).
+		st.touch()
+	}
 	p.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
-	if st != nil {
-		st.touch() // it lingers from now, as after a request
-	}
-}
-
-// isHeld tells whether key is held; the linger leaves held streams alone.
-func (p *Packager) isHeld(key string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.held[key] != nil
 }
 
 // keep packages app/name until ctx ends, starting it again whenever it

@@ -56,7 +56,10 @@ func TestHoldKeepsStreams(t *testing.T) {
 
 	// A name the packager does not serve is not held.
 	p.Hold("live", "../x")
-	if p.isHeld("live/../x") {
+	p.mu.Lock()
+	held := p.held["live/../x"] != nil
+	p.mu.Unlock()
+	if held {
 		t.Fatal("held an invalid name")
 	}
 }

@@ -24,6 +24,9 @@ type Packager struct {
 	held    map[string]context.CancelFunc // streams held packaged (hold.go)
 	closed  bool
 	wg      sync.WaitGroup
+
+	// lookedUp, set by tests, runs as a request has looked its stream up.
+	lookedUp func(*stream)
 }
 
 // New returns a Packager reading streams from src. Close stops it.
@@ -64,23 +67,45 @@ var errClosed = errors.New("packager: closed")
 // and waits (bounded by ctx) until it is subscribed.
 func (p *Packager) stream(ctx context.Context, app, name string) (*stream, error) {
 	key := app + "/" + name
-	p.mu.Lock()
-	if p.closed {
+	var st *stream
+	for st == nil {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, errClosed
+		}
+		cur, ok := p.streams[key]
+		if ok && cur.ctx.Err() != nil {
+			// Stopping (its linger, or a failed start) but not gone yet:
+			// wait until it is, so that the next run takes up where it
+			// left off (its resume point is kept as it goes).
+			p.mu.Unlock()
+			select {
+			case <-cur.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			continue
+		}
+		if !ok {
+			cur = p.newStream(app, name)
+			p.streams[key] = cur
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				cur.start()
+			}()
+		}
+		// Touched under p.mu, where the linger decides (lingerCheck): the
+		// linger either sees this request or stopped the stream before it
+		// was looked up, never one in between.
+		cur.touch()
 		p.mu.Unlock()
-		return nil, errClosed
+		st = cur
 	}
-	st, ok := p.streams[key]
-	if !ok {
-		st = p.newStream(app, name)
-		p.streams[key] = st
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			st.start()
-		}()
+	if p.lookedUp != nil {
+		p.lookedUp(st)
 	}
-	p.mu.Unlock()
-	st.touch()
 	select {
 	case <-st.ready:
 	case <-ctx.Done():

@@ -242,24 +242,36 @@ func (st *stream) serving() bool {
 // armLinger stops the stream once nobody asked for it for Linger.
 func (st *stream) armLinger(d time.Duration) {
 	time.AfterFunc(d, func() {
-		if st.ctx.Err() != nil {
-			return
+		if next, again := st.lingerCheck(); again {
+			st.armLinger(next)
 		}
-		if st.app_.AlwaysOn {
-			return
-		}
-		if st.p.isHeld(st.app + "/" + st.name) {
-			st.armLinger(st.p.cfg.Linger)
-			return
-		}
-		idle := st.p.now().Sub(time.Unix(0, st.lastAccess.Load()))
-		if idle >= st.p.cfg.Linger {
-			st.log.Debug("no viewers: stopping")
-			st.stop()
-			return
-		}
-		st.armLinger(st.p.cfg.Linger - idle)
 	})
+}
+
+// lingerCheck stops the stream if nobody asked for it for Linger, or
+// tells when to look again. It decides under p.mu, where requests look
+// the stream up and touch it (Packager.stream): a request either counts
+// here or finds the stream stopping and waits for the next run.
+func (st *stream) lingerCheck() (next time.Duration, again bool) {
+	if st.ctx.Err() != nil || st.app_.AlwaysOn {
+		return 0, false
+	}
+	p := st.p
+	p.mu.Lock()
+	if p.held[st.app+"/"+st.name] != nil {
+		p.mu.Unlock()
+		return p.cfg.Linger, true
+	}
+	idle := p.now().Sub(time.Unix(0, st.lastAccess.Load()))
+	if idle < p.cfg.Linger {
+		p.mu.Unlock()
+		return p.cfg.Linger - idle, true
+	}
+	st.cancel() // from here on, a request waits for st.done
+	p.mu.Unlock()
+	st.log.Debug("no viewers: stopping")
+	st.stop()
+	return 0, false
 }
 
 // errStopped is returned by waits on a stream that has stopped.
