@@ -22,7 +22,7 @@ func init() {
 func runSim(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: relaymesh sim --scenario FILE [--policy all|controller|static|load-only] [--json] [--report out.html] [--timeline out.csv] [--scale F] [--scale-capacity] [--seed N]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: relaymesh sim --scenario FILE [--policy all|controller|static|load-only] [--json] [--report out.html] [--timeline out.csv] [--scale F] [--scale-capacity] [--seed N] [--foresight stream|region|region-now]\n\n"+
 			"Runs the mesh's controller (the orchestrator's decisions) against a scenario on a\n"+
 			"virtual clock, and the same scenario with two baselines (static relays everywhere,\n"+
 			"load-only autoscaling), and prints the scorecard with the goals.\n\n")
@@ -37,6 +37,7 @@ func runSim(ctx context.Context, args []string) error {
 	logLevel := fs.String("log-level", "warn", "log level: debug shows every decision with its simulated time (t) and reason")
 	quiet := fs.Bool("quiet", false, "no progress line on stderr")
 	report := fs.String("report", "", "also write an HTML report with the scorecard and charts to this file")
+	foresight := fs.String("foresight", "", "with --policy controller: give the controller the scenario's true audience at the horizon in place of its predictions, a diagnostic of how much of a run's excess is the prediction's: stream (each stream's whole audience; the growth split over the regions as usual), region (each region's own viewers) or region-now (each region's own viewers now, extrapolated per region)")
 	timeline := fs.String("timeline", "", "also write the controller's timeline (viewers, waiting, relays open and the oracle's, stretch, relay-seconds so far, per sample) as CSV to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -53,7 +54,10 @@ func runSim(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	opt := sim.Options{Scale: *scale, ScaleCapacity: *scaleCap, Seed: *seed, Logger: log}
+	opt := sim.Options{Scale: *scale, ScaleCapacity: *scaleCap, Seed: *seed, Logger: log, Foresight: *foresight}
+	if *foresight != "" && *policy != string(sim.PolicyController) {
+		return fmt.Errorf("--foresight needs --policy controller: it is a diagnostic of the controller, not a scorecard")
+	}
 	progress := false
 	if !*quiet {
 		opt.Progress = func(p sim.Progress) {

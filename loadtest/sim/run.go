@@ -40,7 +40,29 @@ type Options struct {
 	// Journal, when set, receives every event given to the controller and
 	// the decisions that came back (as the orchestrator's Config.Journal).
 	Journal func(controller.Event, []controller.Decision)
+	// Foresight gives the controller the scenario's true audience in place
+	// of its predictions (scaling.Foresight), to tell how much of a run's
+	// excess is the prediction's: "" (none, the controller as it runs),
+	// ForesightStream, ForesightRegion or ForesightRegionNow. Only with
+	// PolicyController.
+	Foresight string
 }
+
+// The modes of Options.Foresight.
+const (
+	// ForesightStream: each stream's whole audience at the horizon is
+	// known; the controller splits its growth over the regions as usual.
+	ForesightStream = "stream"
+	// ForesightRegion: the audience of each (stream, region of the
+	// viewers) at the horizon is known, and each region's relays are
+	// provisioned for exactly that.
+	ForesightRegion = "region"
+	// ForesightRegionNow: the audience of each (stream, region of the
+	// viewers) now is known, as relays that counted their viewers by the
+	// viewers' location would report it; a predictor per region
+	// extrapolates it over the horizon.
+	ForesightRegionNow = "region-now"
+)
 
 // Progress is a snapshot of a running simulation.
 type Progress struct {
@@ -165,9 +187,24 @@ func Run(ctx context.Context, sc *Scenario, opt Options) (*Summary, error) {
 		rng:    rand.New(rand.NewPCG(seed, seed^0x5eed)),
 		relays: map[relayKey]*relayInfo{},
 	}
+	if opt.Foresight != "" && opt.Policy != PolicyController {
+		return nil, fmt.Errorf("foresight is a diagnostic of the controller, not of policy %q", opt.Policy)
+	}
 	switch opt.Policy {
 	case PolicyController:
-		r.pol = controllerPolicy{controller.New(scaledConfig(sc, opt), g)}
+		cfg := scaledConfig(sc, opt)
+		switch opt.Foresight {
+		case "":
+		case ForesightStream:
+			cfg.Scaling.Foresight.Audience = r.trueAudience
+		case ForesightRegion:
+			cfg.Scaling.Foresight.Region = r.trueRegionAudience
+		case ForesightRegionNow:
+			cfg.Scaling.Foresight.Region, cfg.Scaling.Foresight.RegionNow = r.trueRegionAudience, true
+		default:
+			return nil, fmt.Errorf("unknown foresight %q (want %s, %s or %s)", opt.Foresight, ForesightStream, ForesightRegion, ForesightRegionNow)
+		}
+		r.pol = controllerPolicy{controller.New(cfg, g)}
 	case PolicyStatic:
 		r.pol = &staticPolicy{newBaseline(g, sc)}
 	case PolicyLoadOnly:
@@ -211,6 +248,7 @@ func Run(ctx context.Context, sc *Scenario, opt Options) (*Summary, error) {
 		return nil, err
 	}
 	r.sum.Scenario, r.sum.Seed, r.sum.Scale, r.sum.Policy = sc.Name, seed, opt.Scale, string(opt.Policy)
+	r.sum.Foresight = opt.Foresight
 	return &r.sum, nil
 }
 

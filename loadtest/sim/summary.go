@@ -10,8 +10,11 @@ import (
 // Summary is the result of a run. JSON field names are part of the
 // simulator's interface (see loadtest/scenarios/README.md).
 type Summary struct {
-	Scenario    string  `json:"scenario"`
-	Policy      string  `json:"policy"`
+	Scenario string `json:"scenario"`
+	Policy   string `json:"policy"`
+	// Foresight is the controller's diagnostic mode, if any
+	// (Options.Foresight): its figures are not the controller's own.
+	Foresight   string  `json:"foresight,omitempty"`
 	Seed        uint64  `json:"seed"`
 	Scale       float64 `json:"scale"`
 	SimSeconds  float64 `json:"sim_seconds"`
@@ -135,6 +138,10 @@ func (l *Lifetimes) add(age time.Duration, open bool) {
 
 // WriteText writes a readable report.
 func (s *Summary) WriteText(w io.Writer) error {
+	policy := s.Policy
+	if s.Foresight != "" {
+		policy += " with foresight (" + s.Foresight + ": the true audience in place of predictions; a diagnostic, not the controller's own figures)"
+	}
 	_, err := fmt.Fprintf(w, `scenario %s, policy %s (seed %d, scale %g): %.0f s simulated in %.2f s
 
 viewers
@@ -158,7 +165,7 @@ distance stretch (assigned / best possible, per viewer-second)
   mean / p99                 %.3f / %.2f
   oracle mean / p99          %.3f / %.2f  (ratio %.3f)
   score with waiting (×%d)   %.3f  (oracle %.3f)
-`, s.Scenario, s.Policy, s.Seed, s.Scale, s.SimSeconds, s.WallSeconds,
+`, s.Scenario, policy, s.Seed, s.Scale, s.SimSeconds, s.WallSeconds,
 		s.ViewersPeak, s.Requests, s.DecisionsPerSecond, s.RequestsRejected, s.ViewerSecondsWaiting, s.WaitingShare*100,
 		s.ViewersMoved, s.ViewersMigrated, s.ViewersReplaced, s.ViewersShed, s.ViewersLost, s.ViewersMovedNearer, s.ViewersChurned,
 		s.RelaysOpened, s.RelaysOpenedByDemand, s.RelaysOpenedInReserve, s.RelaysClosed, s.RelaysLost, s.RelaysPeak, s.RelaysAtEnd,

@@ -62,6 +62,9 @@ type Config struct {
 	// the round's length, estimate the viewers waiting (Unserved). Default
 	// 5 s.
 	RetryAfter time.Duration
+	// Foresight replaces predictions with the true audience: the
+	// simulator's diagnostic (foresight.go). Unset: none.
+	Foresight Foresight
 }
 
 // DefaultHigh is the default high watermark (Config.High).
@@ -195,6 +198,8 @@ type group struct {
 	// whether the group's growth was set from them
 	share, streamGrowth float64
 	byShare             bool
+	// own predicts the region's own viewers under Foresight.RegionNow
+	own *Predictor
 }
 
 // maxStreamPredictors bounds the per-stream audience predictors.
@@ -780,7 +785,7 @@ func (s *Scaler) Evaluate(now time.Time, samples []Sample, dst []Decision) []Dec
 		s.prepare(now, g)
 	}
 	s.measureFlows(now)
-	s.capGrowth()
+	s.capGrowth(now)
 	clear(s.unserved)
 	clear(s.unservedR)
 	clear(s.servedR)
@@ -885,7 +890,7 @@ const growthSlack = 1.5
 // While requests are turned away the audience served is capped by the
 // relays that serve, not by the viewers, and the groups keep their own
 // predictions.
-func (s *Scaler) capGrowth() {
+func (s *Scaler) capGrowth(now time.Time) {
 	sum := map[int]float64{}
 	flows := map[int]float64{}
 	for _, g := range s.order {
@@ -901,13 +906,13 @@ func (s *Scaler) capGrowth() {
 			continue
 		}
 		if flows[id] > 0 {
-			s.shareGrowth(g, sp, flows[id])
+			s.shareGrowth(now, g, sp, flows[id])
 			continue
 		}
 		if sum[id] <= 0 {
 			continue
 		}
-		if str := math.Max(0, s.predictRise(sp, s.horizon(id))-sp.Last()); str < sum[id] {
+		if str := s.streamGrowth(now, id, sp); str < sum[id] {
 			g.scale = str / sum[id]
 		}
 	}
@@ -925,8 +930,8 @@ func (s *Scaler) capGrowth() {
 // at least its share (its viewers may be served elsewhere, or wait, while
 // its load does not grow), and the growth of its load up to growthSlack
 // times that share.
-func (s *Scaler) shareGrowth(g *group, sp *Predictor, flows float64) {
-	str := math.Max(0, s.predictRise(sp, s.horizon(g.key.stream))-sp.Last())
+func (s *Scaler) shareGrowth(now time.Time, g *group, sp *Predictor, flows float64) {
+	str := s.streamGrowth(now, g.key.stream, sp)
 	f := s.flow[g.key]
 	share := 0.0
 	if f != nil {
@@ -1005,6 +1010,9 @@ func (s *Scaler) evaluate(now time.Time, g *group, dst []Decision) []Decision {
 		margin = s.cfg.Margin
 	}
 	want := total + margin*growth
+	if s.cfg.Foresight.Region != nil {
+		want = s.foreseen(now, g, h)
+	}
 	n := len(active)
 	if n == 0 {
 		return dst

@@ -9,7 +9,9 @@
 #   sh loadtest/sim/testdata/seeds.sh [bin/relaymesh] > runs.jsonl
 #
 # Run from the repository's root. SEEDS, SCENARIOS and SCALES (full, tenth)
-# override the defaults (seeds 1-5, every shipped scenario, both scales).
+# override the defaults (seeds 1-5, every shipped scenario, both scales);
+# FORESIGHT (stream, region or region-now) runs the controller with that diagnostic
+# (relaymesh sim --foresight).
 # Every run's JSON is written to stdout, one line each; the table to
 # stderr. Needs jq.
 set -eu
@@ -23,9 +25,9 @@ for s in $scenarios; do
 	for sc in $scales; do
 		for n in $seeds; do
 			if [ "$sc" = tenth ]; then
-				"$bin" sim --scenario "loadtest/scenarios/$s.yaml" --policy controller --json --quiet --seed "$n" --scale 0.1 --scale-capacity
+				"$bin" sim --scenario "loadtest/scenarios/$s.yaml" --policy controller --json --quiet --seed "$n" --scale 0.1 --scale-capacity ${FORESIGHT:+--foresight "$FORESIGHT"}
 			else
-				"$bin" sim --scenario "loadtest/scenarios/$s.yaml" --policy controller --json --quiet --seed "$n"
+				"$bin" sim --scenario "loadtest/scenarios/$s.yaml" --policy controller --json --quiet --seed "$n" ${FORESIGHT:+--foresight "$FORESIGHT"}
 			fi | jq -c --arg sc "$sc" '. + {scale_name: $sc}'
 		done
 	done
