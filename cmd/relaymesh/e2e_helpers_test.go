@@ -154,14 +154,31 @@ func startPublisher(t *testing.T, url string, d time.Duration, kbps int) *publis
 // (25 frames a second).
 func startPublisherGOP(t *testing.T, url string, d time.Duration, kbps, gop int) *publisher {
 	t.Helper()
+	return startPublisherAt(t, url, d, kbps, gop, time.Time{})
+}
+
+// startPublisherAt is startPublisherGOP with the media clock tied to the
+// wall clock when epoch is set: the frame captured (generated, in real
+// time) at wall time w carries the timestamp w − epoch, as a camera
+// stamping its frames would. ffmpeg adds the wall time at which its filters
+// start (RTCSTART, the first frame) less epoch to every timestamp, so its
+// own start-up is not counted as delay, as it is when a frame's time is
+// taken as ffmpeg's launch plus its timestamp.
+func startPublisherAt(t *testing.T, url string, d time.Duration, kbps, gop int, epoch time.Time) *publisher {
+	t.Helper()
 	k := strconv.Itoa(kbps) + "k"
 	args := []string{"-hide_banner", "-loglevel", "error", "-re",
 		"-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25",
-		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100",
+		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100"}
+	if !epoch.IsZero() {
+		off := fmt.Sprintf("PTS+(RTCSTART-%d)/(TB*1000000)", epoch.UnixMicro())
+		args = append(args, "-vf", "setpts="+off, "-af", "asetpts="+off)
+	}
+	args = append(args,
 		"-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-pix_fmt", "yuv420p",
 		"-g", strconv.Itoa(gop), "-b:v", k, "-maxrate", k, "-bufsize", k,
 		"-c:a", "aac", "-b:a", "64k",
-		"-t", strconv.Itoa(int(d.Seconds())), "-f", "flv", url}
+		"-t", strconv.Itoa(int(d.Seconds())), "-f", "flv", url)
 	cmd := exec.Command("ffmpeg", args...)
 	p := &publisher{cmd: cmd, stderr: &strings.Builder{}}
 	cmd.Stderr = p.stderr
