@@ -83,11 +83,20 @@ func latencySetup(t *testing.T, players int) (m *mesh, start time.Time, measure 
 		}
 		gop = 25 * n
 	}
+	// The video bitrate: 1500 kbit/s unless RELAYMESH_LATENCY_KBPS says.
+	kbps := 1500
+	if s := os.Getenv("RELAYMESH_LATENCY_KBPS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 100 || n > 20000 {
+			t.Fatalf("RELAYMESH_LATENCY_KBPS=%q: want 100 to 20000", s)
+		}
+		kbps = n
+	}
 	// The publisher's frames carry their wall-clock capture time (less
 	// start) as their timestamps, so a part's end in media time is when
 	// its last frame was made, on the test's clock.
 	start = time.Now()
-	startPublisherAt(t, m.publishURL(), measure+30*time.Second+time.Duration(players)*playerRunMax, 1500, gop, start)
+	startPublisherAt(t, m.publishURL(), measure+30*time.Second+time.Duration(players)*playerRunMax, kbps, gop, start)
 	waitLive(t, m.primary, "live", "cam")
 	return m, start, measure
 }
