@@ -494,6 +494,16 @@ func playerLatency(t *testing.T, root, chromium, player, url string, n int) play
 		// docs/performance.md say which).
 		cmd.Args = append(cmd.Args, "--config", cfg)
 	}
+	if s := os.Getenv("RELAYMESH_LATENCY_LINK_KBPS"); s != "" {
+		// An emulated link of that many kbit/s with no added delay: the
+		// page's navigator.connection.downlink, from which Shaka Player
+		// takes its first estimate, is then a desktop browser's (10000:
+		// Chromium's cap) rather than headless Chromium's ~1.45 Mbit/s.
+		if n, err := strconv.Atoi(s); err != nil || n < 100 || n > 1000000 {
+			t.Fatalf("RELAYMESH_LATENCY_LINK_KBPS=%q: want 100 to 1000000", s)
+		}
+		cmd.Args = append(cmd.Args, "--link-kbps", s, "--link-latency", "0")
+	}
 	if dir := os.Getenv("RELAYMESH_PLAYER_CONSOLE"); dir != "" && !strings.HasPrefix(player, "shaka") {
 		// The page's console with the player's debug log, for a look.
 		debug := `{"debug":true}`

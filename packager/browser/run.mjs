@@ -5,7 +5,7 @@
 //   node packager/browser/run.mjs --url http://127.0.0.1:8080/hls/live/cam/index.m3u8
 //       [--player hls|dash|shaka] [--play 5] [--throttle-kbps 600] [--throttle-seconds 20]
 //       [--config '{"lowLatencyMode":false}'] [--screenshot shot.png]
-//       [--throttle-delay 0.7] [--link-kbps 10000] [--trace] [--console page.log]
+//       [--throttle-delay 0.7] [--link-kbps 10000] [--link-latency 20] [--trace] [--console page.log]
 //
 // Phases: (1) wait up to --start-timeout for playback to start; (2) play
 // until currentTime advanced --play seconds; (3) with --throttle-kbps > 0,
@@ -41,6 +41,7 @@ const { values: opt } = parseArgs({
     'top-timeout': { type: 'string', default: '15' },
     'throttle-delay': { type: 'string', default: '0' },
     'link-kbps': { type: 'string', default: '0' },
+    'link-latency': { type: 'string', default: '20' },
     chromium: { type: 'string', default: process.env.CHROMIUM || '/usr/bin/chromium' },
     screenshot: { type: 'string' },
     config: { type: 'string', default: '{}' },
@@ -77,6 +78,13 @@ const throttleDelay = num('throttle-delay');
 // --link-kbps: the page's link before the throttle (0: as fast as loopback).
 const linkKbps = Number(opt['link-kbps']);
 if (!Number.isFinite(linkKbps) || linkKbps < 0 || linkKbps > 1e6) fail('--link-kbps: want a number of 0..1000000');
+// The emulated link's added latency in ms (--link-kbps and --throttle-kbps).
+// The emulation also sets navigator.connection.downlink, from which Shaka
+// Player takes its first bandwidth estimate (headless Chromium's own is
+// ~1.45 Mbit/s on loopback): --link-kbps 10000 --link-latency 0 is a
+// desktop browser's estimate (Chromium caps it at 10 Mbit/s) and adds no
+// delay on a link the stream does not fill.
+const linkLatency = num('link-latency');
 
 // node_modules sits at the repository root, above this directory.
 function findModules() {
@@ -158,7 +166,7 @@ try {
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('Network.enable');
   const link = (kbps) => cdp.send('Network.emulateNetworkConditions', {
-    offline: false, latency: 20, downloadThroughput: (kbps * 1000) / 8, uploadThroughput: (kbps * 1000) / 8,
+    offline: false, latency: linkLatency, downloadThroughput: (kbps * 1000) / 8, uploadThroughput: (kbps * 1000) / 8,
   });
   if (linkKbps > 0) await link(linkKbps);
   await page.goto(pageURL, { timeout: 15000 });
