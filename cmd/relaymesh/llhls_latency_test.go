@@ -39,20 +39,28 @@ import (
 // publisher runs long enough for each to take all of playerRunMax (a
 // stream that ends under a player is a stall of the rest of its run, not
 // the player's).
+// latencyEnv is the integer the environment variable name sets, def when
+// it is unset; a value that is not an integer from lo to hi fails the test.
+func latencyEnv(t *testing.T, name string, def, lo, hi int) int {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		t.Fatalf("%s=%q: want %d to %d", name, s, lo, hi)
+	}
+	return n
+}
+
 func latencySetup(t *testing.T, players int) (m *mesh, start time.Time, measure time.Duration) {
 	t.Helper()
 	if os.Getenv("RELAYMESH_LATENCY") == "" {
 		t.Skip("set RELAYMESH_LATENCY=1 to measure the LL-HLS and LL-DASH latency (about half a minute each)")
 	}
 	requireTool(t, "ffmpeg")
-	measure = 20 * time.Second
-	if s := os.Getenv("RELAYMESH_LATENCY_SECONDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 600 {
-			t.Fatalf("RELAYMESH_LATENCY_SECONDS=%q: want 1 to 600", s)
-		}
-		measure = time.Duration(n) * time.Second
-	}
+	measure = time.Duration(latencyEnv(t, "RELAYMESH_LATENCY_SECONDS", 20, 1, 600)) * time.Second
 	// primary → r1 → r2, r2 with low-latency DASH for the app.
 	cfg := filepath.Join(t.TempDir(), "relay.yaml")
 	// RELAYMESH_LATENCY_PART sets r2's hls.part_target (default the
@@ -75,23 +83,9 @@ func latencySetup(t *testing.T, players int) (m *mesh, start time.Time, measure 
 	// 1 or 2). A player must start on a keyframe (an independent part),
 	// so where within the GOP it starts sets how far behind its target it
 	// plays (docs/performance.md).
-	gop := 25
-	if s := os.Getenv("RELAYMESH_LATENCY_GOP"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 2 {
-			t.Fatalf("RELAYMESH_LATENCY_GOP=%q: want 1 or 2 (seconds)", s)
-		}
-		gop = 25 * n
-	}
+	gop := 25 * latencyEnv(t, "RELAYMESH_LATENCY_GOP", 1, 1, 2)
 	// The video bitrate: 1500 kbit/s unless RELAYMESH_LATENCY_KBPS says.
-	kbps := 1500
-	if s := os.Getenv("RELAYMESH_LATENCY_KBPS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 100 || n > 20000 {
-			t.Fatalf("RELAYMESH_LATENCY_KBPS=%q: want 100 to 20000", s)
-		}
-		kbps = n
-	}
+	kbps := latencyEnv(t, "RELAYMESH_LATENCY_KBPS", 1500, 100, 20000)
 	// The publisher's frames carry their wall-clock capture time (less
 	// start) as their timestamps, so a part's end in media time is when
 	// its last frame was made, on the test's clock.
@@ -494,15 +488,12 @@ func playerLatency(t *testing.T, root, chromium, player, url string, n int) play
 		// docs/performance.md say which).
 		cmd.Args = append(cmd.Args, "--config", cfg)
 	}
-	if s := os.Getenv("RELAYMESH_LATENCY_LINK_KBPS"); s != "" {
+	if n := latencyEnv(t, "RELAYMESH_LATENCY_LINK_KBPS", 0, 100, 1000000); n > 0 {
 		// An emulated link of that many kbit/s with no added delay: the
 		// page's navigator.connection.downlink, from which Shaka Player
 		// takes its first estimate, is then a desktop browser's (10000:
 		// Chromium's cap) rather than headless Chromium's ~1.45 Mbit/s.
-		if n, err := strconv.Atoi(s); err != nil || n < 100 || n > 1000000 {
-			t.Fatalf("RELAYMESH_LATENCY_LINK_KBPS=%q: want 100 to 1000000", s)
-		}
-		cmd.Args = append(cmd.Args, "--link-kbps", s, "--link-latency", "0")
+		cmd.Args = append(cmd.Args, "--link-kbps", strconv.Itoa(n), "--link-latency", "0")
 	}
 	if dir := os.Getenv("RELAYMESH_PLAYER_CONSOLE"); dir != "" && !strings.HasPrefix(player, "shaka") {
 		// The page's console with the player's debug log, for a look.
