@@ -179,3 +179,20 @@ func (c *Conn) keepTTL(ctx context.Context, bucket string, want time.Duration) (
 	c.log.Info("bucket given another TTL", "bucket", bucket, "from", have, "to", want)
 	return want, nil
 }
+
+// RewriteLapsed writes value under key in bucket only if nothing was
+// written to the bucket since revision rev: the bucket's stream still ends
+// at rev, whether or not rev's entry is still there. It is how a holder
+// writes again a key of a bucket with a TTL that expired while the bucket
+// could not be written (no entry to update: an update over rev is refused):
+// the condition proves that nobody wrote the key meanwhile, as an update
+// over rev would. It is for buckets of one key (the lease's): a write to
+// another key of the bucket makes it fail. The new revision is returned; a
+// refusal is jetstream's "wrong last sequence" API error.
+func (c *Conn) RewriteLapsed(ctx context.Context, bucket, key string, value []byte, rev uint64) (uint64, error) {
+	ack, err := c.JS.Publish(ctx, "$KV."+bucket+"."+key, value, jetstream.WithExpectLastSequence(rev))
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}

@@ -149,7 +149,12 @@ own address, linked by veth pairs through a router namespace per region:
   without a leader) only past that. The orchestrator kill is seen by the
   other through pings the leader answers: "no responders" for 1.5 s and
   the lease is taken over by one conditional write, without waiting for
-  the TTL. The nodes' route traffic goes through the delay
+  the TTL. Should an election take longer than the lease's validity, the
+  leader pauses, and once the bucket takes writes again writes its
+  lapsed lease back on the condition that nothing was written to the
+  bucket since (its log says "the lease had lapsed"): no leader change.
+  The pause shows in "lease held through the kill" when it falls in the
+  14 s that row watches; "leases given up" counts leader changes only. The nodes' route traffic goes through the delay
   proxy in the harness process like everything else: on a loaded machine
   it is late, and nats-server may report streams without quorum
   ("has NO quorum, stalled" in the nodes' logs, DRILL_LOGS keeps them).

@@ -30,10 +30,15 @@ import (
 // the validity the leader cannot be sure it holds the lease: it pauses
 // (no decisions, the leader gauge at 0) and keeps renewing over the
 // revision it last wrote. A renewal that succeeds then proves nobody took
-// the lease meanwhile (the write is conditional on that revision; an
-// expired or rewritten key has another), and the leader resumes with its
-// state as it was. It gives up when the lease is gone or held by another,
-// or after pausing for twice the TTL.
+// the lease meanwhile (the write is conditional on that revision; a
+// rewritten key has another), and the leader resumes with its state as it
+// was. When the bucket stayed unwritable for longer than the TTL the lease
+// has expired on the server: the leader writes it again on the condition
+// that nothing was written to the bucket since its revision, which proves
+// the same (bus.Conn.RewriteLapsed), and followers leave it that chance
+// while it answers their pings (leaderProbe.holdOff). It gives up when the
+// lease is held by another or was written since, or after pausing for
+// twice the TTL.
 
 // leaseTTL is the TTL the lease is kept by: the configured one, or the
 // bucket's when the server keeps a shorter one.
@@ -160,7 +165,20 @@ func (o *Orchestrator) renew(ctx context.Context, b *bus.Buckets, rev uint64, no
 	e, gerr := b.Leader.Get(ctx, bus.LeaderKey)
 	switch {
 	case errors.Is(gerr, jetstream.ErrKeyNotFound) || errors.Is(gerr, jetstream.ErrKeyDeleted):
-		return 0, &leaseLost{why: "the lease lapsed"}
+		// The lease lapsed on the server: no renewal landed for its TTL
+		// (the bucket unwritable that long, e.g. a stream's leader
+		// election drawn out on a loaded cluster). If nothing was written
+		// to the bucket since rev, nobody held the lease meanwhile (a
+		// follower's Create, a takeover, a release all write): it is
+		// written again on that condition, and the leader resumes.
+		nrev, err := o.conn.RewriteLapsed(ctx, b.Leader.Bucket(), bus.LeaderKey, data, rev)
+		if err != nil && staleRevision(err) {
+			return 0, &leaseLost{why: "the lease lapsed and was written since"}
+		}
+		if err == nil {
+			o.log.Warn("the lease had lapsed (no renewal landed for its TTL) and nobody took it: written again", "revision", nrev)
+		}
+		return nrev, err
 	case gerr != nil:
 		return 0, gerr
 	}
@@ -194,6 +212,10 @@ type leaderProbe struct {
 	n     int       // its length
 	rev   uint64    // the lease's revision the follower saw last
 	gone  chan struct{}
+	// answered is when a ping was last answered by another instance;
+	// holdFrom when the follower began leaving a missing lease to it
+	// (holdOff; zero: not now).
+	answered, holdFrom time.Time
 }
 
 func newLeaderProbe() *leaderProbe { return &leaderProbe{gone: make(chan struct{}, 1)} }
@@ -215,6 +237,7 @@ func (p *leaderProbe) record(sent, at time.Time, outcome int, enough func(time.D
 	switch outcome {
 	case pingAnswered:
 		p.since, p.n = time.Time{}, 0
+		p.answered = at
 		return
 	case pingUnknown:
 		if p.n == 0 || !sent.Before(p.since) {
@@ -256,6 +279,42 @@ func (p *leaderProbe) absent(rev uint64, written, now time.Time) (time.Duration,
 	return now.Sub(p.since), p.n
 }
 
+// leading says this instance leads: it answers its own pings, so none is
+// sent, and nothing it knew of another leader holds any more.
+func (p *leaderProbe) leading() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.since, p.n = time.Time{}, 0
+	p.answered, p.holdFrom = time.Time{}, time.Time{}
+}
+
+// holdOff says whether a follower that finds no lease leaves it, for now,
+// to a leader that answered a ping within fresh and none has gone
+// unanswered since: a leader whose lease lapsed while the bucket could not
+// be written is paused, and writes it again over its revision as soon as
+// the bucket takes writes (renew). The follower waits for that at most max
+// from when it first found no lease while holding off: a leader that
+// answers but never writes it back (wedged) is not waited for longer; one
+// whose write is refused steps down and stops answering at once.
+func (p *leaderProbe) holdOff(now time.Time, fresh, max time.Duration) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n > 0 || p.answered.IsZero() || now.Sub(p.answered) > fresh {
+		return false
+	}
+	if p.holdFrom.IsZero() {
+		p.holdFrom = now
+	}
+	return now.Sub(p.holdFrom) < max
+}
+
+// leaseSeen ends a hold-off: the lease is there again.
+func (p *leaderProbe) leaseSeen() {
+	p.mu.Lock()
+	p.holdFrom = time.Time{}
+	p.mu.Unlock()
+}
+
 // leaderGone is when a follower takes a silent leader's lease: the leader
 // missing for one and a half intervals and at least four pings in a row.
 // A leader whose NATS server died reconnects to another well within that
@@ -275,8 +334,7 @@ func (o *Orchestrator) probeLeader(ctx context.Context, p *leaderProbe) {
 	inflight := make(chan struct{}, 4)
 	for {
 		if o.leader.Load() {
-			now := time.Now()
-			p.record(now, now, pingAnswered, o.leaderGone)
+			p.leading()
 		} else {
 			select {
 			case inflight <- struct{}{}:
@@ -326,11 +384,17 @@ func (o *Orchestrator) follow(ctx context.Context, b *bus.Buckets, p *leaderProb
 	cancel()
 	if err != nil {
 		// None there (or the read failed, then the create says more).
+		// A lease that lapsed while its leader answers is left to it a
+		// while (holdOff).
 		if !errors.Is(err, jetstream.ErrKeyNotFound) {
 			o.log.Debug("reading the lease failed", "err", err)
+		} else if p.holdOff(time.Now(), o.cfg.Interval, o.leaseTTL(b)) {
+			o.log.Debug("no lease, but a leader answers pings: left to it to write again")
+			return 0, time.Time{}, false
 		}
 		return o.acquire(ctx, b)
 	}
+	p.leaseSeen()
 	l, _ := bus.DecodeLease(e.Value())
 	if l.Holder == o.cfg.ID {
 		return e.Revision(), l.Since, true

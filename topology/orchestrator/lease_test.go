@@ -323,3 +323,123 @@ func TestLeaderProbe(t *testing.T) {
 		t.Fatalf("at a revision written after the run began: %v, %d; want 0, 0", d, n)
 	}
 }
+
+// TestLeaseLapsedIsWrittenAgain: when no renewal lands for longer than the
+// TTL (the bucket unwritable that long) the lease expires on the server;
+// the paused leader writes it again once it can, nobody having written
+// the bucket since, and resumes, while a follower that finds no lease
+// leaves it to the leader that answers its pings. Had another written the
+// lease meanwhile, the leader gives it up.
+func TestLeaseLapsedIsWrittenAgain(t *testing.T) {
+	o, b, skv, rev, sent := leaseFixture(t)
+	stop, err := o.answerPings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	f, p := follower(t, o, "b")
+	k := newLeaseKeeper()
+	o.leader.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.keepLease(ctx, b, k, rev, sent) }()
+	skv.lose.Store(1 << 20) // no renewal lands
+	lapsed := false
+	for start := time.Now(); !lapsed && time.Since(start) < 5*time.Second; {
+		if _, _, ok := f.follow(context.Background(), b, p); ok {
+			t.Fatal("the follower took the lease of a leader that answers")
+		}
+		_, err := skv.KeyValue.Get(context.Background(), bus.LeaderKey)
+		lapsed = errors.Is(err, jetstream.ErrKeyNotFound)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !lapsed {
+		t.Fatal("the lease did not expire on the server")
+	}
+	if !k.paused.Load() || o.Leader() {
+		t.Fatalf("lease lapsed: paused %v, leader %v; want paused", k.paused.Load(), o.Leader())
+	}
+	skv.lose.Store(0) // the bucket takes writes again
+	for start := time.Now(); k.paused.Load() && time.Since(start) < 5*time.Second; {
+		if _, _, ok := f.follow(context.Background(), b, p); ok {
+			t.Fatal("the follower took the lapsed lease of a leader that answers")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("lease given up: %v", err)
+	default:
+	}
+	if k.paused.Load() || !o.Leader() {
+		t.Fatalf("paused %v, leader %v: want leading again", k.paused.Load(), o.Leader())
+	}
+	e, err := b.Leader.Get(context.Background(), bus.LeaderKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := bus.DecodeLease(e.Value()); l.Holder != "a" {
+		t.Fatalf("lease held by %q", l.Holder)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// Lapsed, then created by another: given up.
+	o2, b2, skv2, rev2, sent2 := leaseFixture(t)
+	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(20 * time.Millisecond) {
+		if _, err := skv2.KeyValue.Get(context.Background(), bus.LeaderKey); errors.Is(err, jetstream.ErrKeyNotFound) {
+			break
+		}
+	}
+	data, _ := bus.Encode(bus.Lease{Holder: "b", Since: time.Now()})
+	if _, err := b2.Leader.Create(context.Background(), bus.LeaderKey, data); err != nil {
+		t.Fatalf("creating the lapsed lease: %v", err)
+	}
+	var lost *leaseLost
+	if err := o2.keepLease(context.Background(), b2, newLeaseKeeper(), rev2, sent2); !errors.As(err, &lost) {
+		t.Fatalf("keepLease with the lapsed lease written by another: %v, want lease lost", err)
+	}
+}
+
+// TestLeaderProbeHoldOff: a follower leaves a missing lease to a leader
+// that answered lately and has not missed a ping since, for at most its
+// bound from the first time it found none; finding the lease again ends it.
+func TestLeaderProbeHoldOff(t *testing.T) {
+	o := &Orchestrator{cfg: Config{Interval: time.Second}}
+	p := newLeaderProbe()
+	t0 := time.Now()
+	if p.holdOff(t0, time.Second, 10*time.Second) {
+		t.Fatal("held off with no answer ever")
+	}
+	p.record(t0, t0, pingAnswered, o.leaderGone)
+	if !p.holdOff(t0.Add(500*time.Millisecond), time.Second, 10*time.Second) {
+		t.Fatal("not held off for a leader that answered 0.5 s ago")
+	}
+	if p.holdOff(t0.Add(1500*time.Millisecond), time.Second, 10*time.Second) {
+		t.Fatal("held off for an answer 1.5 s old (fresh: 1 s)")
+	}
+	for i := 1; i <= 12; i++ {
+		at := t0.Add(time.Duration(i) * time.Second)
+		p.record(at, at, pingAnswered, o.leaderGone)
+		if got, want := p.holdOff(at, time.Second, 10*time.Second), i <= 10; got != want {
+			t.Fatalf("%d s after the first answer (the hold-off began at 0.5 s): held off %v, want %v (bound 10 s)", i, got, want)
+		}
+	}
+	p.leaseSeen()
+	at := t0.Add(13 * time.Second)
+	p.record(at, at, pingAnswered, o.leaderGone)
+	if !p.holdOff(at, time.Second, 10*time.Second) {
+		t.Fatal("not held off after the lease was seen again")
+	}
+	at = at.Add(100 * time.Millisecond)
+	p.record(at, at, pingNoResponders, o.leaderGone)
+	if p.holdOff(at, time.Second, 10*time.Second) {
+		t.Fatal("held off after a ping found nobody")
+	}
+	p.leading()
+	if p.holdOff(at, time.Second, 10*time.Second) {
+		t.Fatal("held off while leading (its own answers)")
+	}
+}
