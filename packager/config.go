@@ -72,6 +72,12 @@ type Config struct {
 	// PartTarget is the low-latency HLS part duration; parts end on the first
 	// frame boundary at or after it (default 200ms, at least one frame).
 	PartTarget time.Duration
+	// PartHoldBack is the low-latency playlists' PART-HOLD-BACK in part
+	// targets: how far behind the newest part a player starts and plays.
+	// At least 2, the specification's floor; default 3, what it says the
+	// hold-back SHOULD be at least (fewer stalls at the edge; 2 takes a
+	// part target off every player's latency).
+	PartHoldBack float64
 	// SegmentCount is the number of complete segments listed in playlists
 	// and manifests (default 7, the low-latency HLS minimum).
 	SegmentCount int
@@ -134,6 +140,10 @@ func (c Config) WithDefaults() Config {
 	if c.PartTarget <= 0 {
 		c.PartTarget = 200 * time.Millisecond
 	}
+	if c.PartHoldBack <= 0 {
+		c.PartHoldBack = 3
+	}
+	c.PartHoldBack = max(c.PartHoldBack, 2)
 	if c.SegmentCount <= 0 {
 		c.SegmentCount = 7
 	}

@@ -149,7 +149,7 @@ func (st *stream) renderMedia(r Rendition, form mediaForm) ([]byte, error) {
 	if st.app_.HLS == HLSLowLatency && form == mediaApp {
 		// Every playlist of a low-latency ladder carries the same LL-HLS
 		// tags, with or without parts of its own: the ladder's PART-TARGET
-		// and a PART-HOLD-BACK (strict players take the part target from
+		// and a PART-HOLD-BACK (Config.PartHoldBack part targets) (strict players take the part target from
 		// the first playlist they load and require PART-HOLD-BACK in every
 		// playlist then). A rendition without parts (key, lite) is ready a
 		// segment at a time, so it holds back two target durations: what
@@ -162,7 +162,7 @@ func (st *stream) renderMedia(r Rendition, form mediaForm) ([]byte, error) {
 		pl.Version = 9
 		pt := max(st.seg.longestPart(), st.p.cfg.PartTarget.Truncate(10*time.Microsecond), 10*time.Microsecond)
 		pl.PartInf = &playlist.MediaPartInf{PartTarget: pt}
-		hold := 3 * pt
+		hold := time.Duration(float64(pt) * st.p.cfg.PartHoldBack)
 		if !ll {
 			hold = max(hold, 2*time.Duration(pl.TargetDuration)*time.Second)
 		}

@@ -313,3 +313,23 @@ func TestLiteLeftOutOfHLSLadder(t *testing.T) {
 		})
 	}
 }
+
+// TestPartHoldBack: PART-HOLD-BACK is Config.PartHoldBack part targets in
+// every playlist of the ladder with parts, never under the specification's
+// two; the renditions without parts still hold back two target durations.
+func TestPartHoldBack(t *testing.T) {
+	for _, c := range []struct{ set, want float64 }{{0, 3}, {2, 2}, {2.5, 2.5}, {1, 2}} {
+		st := testStream(t, Config{PartHoldBack: c.set})
+		st.pushAll(synthGOPs(0, 6, true))
+		pt := st.seg.partMax
+		for _, r := range []Rendition{Full, Audio} {
+			want := fmt.Sprintf("PART-HOLD-BACK=%.5f\n", time.Duration(float64(pt)*c.want).Seconds())
+			if pl := render(t, st, r); !strings.Contains(pl, want) {
+				t.Errorf("part_hold_back %v: %v playlist lacks %q\n%s", c.set, r, want, pl)
+			}
+		}
+		if pl := render(t, st, Key); !strings.Contains(pl, "#EXT-X-TARGETDURATION:2\n") || !strings.Contains(pl, "PART-HOLD-BACK=4.00000\n") {
+			t.Errorf("part_hold_back %v: key playlist's hold-back is not two target durations (2 s GOPs)\n%s", c.set, pl)
+		}
+	}
+}

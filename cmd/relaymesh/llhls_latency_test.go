@@ -72,6 +72,14 @@ func latencySetup(t *testing.T, players int) (m *mesh, start time.Time, measure 
 		}
 		yaml += "  part_target: " + s + "\n"
 	}
+	// RELAYMESH_LATENCY_HOLD_BACK sets r2's hls.part_hold_back (default 3
+	// part targets).
+	if s := os.Getenv("RELAYMESH_LATENCY_HOLD_BACK"); s != "" {
+		if f, err := strconv.ParseFloat(s, 64); err != nil || f < 2 || f > 10 {
+			t.Fatalf("RELAYMESH_LATENCY_HOLD_BACK=%q: want a number of part targets from 2 to 10", s)
+		}
+		yaml += "  part_hold_back: " + s + "\n"
+	}
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}

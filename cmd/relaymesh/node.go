@@ -81,7 +81,7 @@ func packagerConfig(c config.HLS, log *slog.Logger, reg prometheus.Registerer) (
 	}
 	pc := packager.Config{
 		Logger: log, Registerer: reg, Default: packager.AppConfig{HLS: def}, Apps: map[string]packager.AppConfig{},
-		Linger: c.Linger, SegmentMinDuration: c.SegmentMinDuration, PartTarget: c.PartTarget, SegmentCount: c.SegmentCount,
+		Linger: c.Linger, SegmentMinDuration: c.SegmentMinDuration, PartTarget: c.PartTarget, PartHoldBack: c.PartHoldBack, SegmentCount: c.SegmentCount,
 		EndGrace: c.EndGrace, EndedLinger: c.EndedLinger, PublicBaseURL: c.PublicBaseURL,
 	}
 	for app, f := range c.Apps {

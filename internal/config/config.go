@@ -169,6 +169,9 @@ type HLS struct {
 	SegmentMinDuration time.Duration `yaml:"segment_min_duration"`
 	// PartTarget is the low-latency part duration (default 200ms).
 	PartTarget time.Duration `yaml:"part_target"`
+	// PartHoldBack is PART-HOLD-BACK in part targets (default 3, at least
+	// 2): how far behind the newest part LL-HLS players start and play.
+	PartHoldBack float64 `yaml:"part_hold_back"`
 	// SegmentCount is the number of segments in playlists (default 7).
 	SegmentCount int `yaml:"segment_count"`
 	// SteeringURL is the base URL of the redirector (e.g.
@@ -327,7 +330,7 @@ func Default() Config {
 			MetricsStreams:    100,
 		},
 		Relay: Relay{Linger: 30 * time.Second},
-		HLS:   HLS{Format: "llhls", Linger: 30 * time.Second, PackageHeld: true, SegmentMinDuration: time.Second, PartTarget: 200 * time.Millisecond, SegmentCount: 7},
+		HLS:   HLS{Format: "llhls", Linger: 30 * time.Second, PackageHeld: true, SegmentMinDuration: time.Second, PartTarget: 200 * time.Millisecond, PartHoldBack: 3, SegmentCount: 7},
 		SharedObjects: SharedObjects{
 			ObjectsPerClient: 64, ObjectsPerScope: 1024, SlotsPerObject: 1024,
 			ValueBytes: 16 << 10, ObjectBytes: 1 << 20,

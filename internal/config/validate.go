@@ -111,6 +111,9 @@ func (c *Config) Validate() error {
 			bad(n.key, n.flag, "%v: want a number ≥ 0", n.v)
 		}
 	}
+	if c.HLS.PartHoldBack < 2 {
+		bad("hls.part_hold_back", "", "%v: want a number of part targets ≥ 2 (the LL-HLS specification's floor)", c.HLS.PartHoldBack)
+	}
 	if p := c.Dev.RelayBasePort; p < 0 || p > 65535-64 {
 		bad("dev.relay_base_port", "relay-base-port", "%d: want a port between 1 and %d, or 0 for free ports", p, 65535-64)
 	}
