@@ -155,10 +155,11 @@ own address, linked by veth pairs through a router namespace per region:
   bucket since (its log says "the lease had lapsed"): no leader change.
   The pause shows in "lease held through the kill" when it falls in the
   14 s that row watches; "leases given up" counts leader changes only,
-  and the row after it counts these lapses. The nodes' route traffic goes through the delay
-  proxy in the harness process like everything else: on a loaded machine
-  it is late, and nats-server may report streams without quorum
-  ("has NO quorum, stalled" in the nodes' logs, DRILL_LOGS keeps them).
+  and the row after it counts these lapses. The nodes' route traffic goes
+  through the delay proxy in the harness process like everything else: on
+  a loaded machine it is late, and nats-server may report streams without
+  quorum ("has NO quorum, stalled" in the nodes' logs, DRILL_LOGS keeps
+  them).
 - Thresholds from the continuity issue: picture again ≤ 3 s after a relay
   kill, the redirector clean ≤ 3 s, takeover ≤ 5 s, other viewers lose
   nothing, no placement lost. The suite sets the others: a restarted relay
