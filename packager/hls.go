@@ -149,9 +149,9 @@ func (st *stream) renderMedia(r Rendition, form mediaForm) ([]byte, error) {
 	if st.app_.HLS == HLSLowLatency && form == mediaApp {
 		// Every playlist of a low-latency ladder carries the same LL-HLS
 		// tags, with or without parts of its own: the ladder's PART-TARGET
-		// and a PART-HOLD-BACK (Config.PartHoldBack part targets) (strict players take the part target from
-		// the first playlist they load and require PART-HOLD-BACK in every
-		// playlist then). A rendition without parts (key, lite) is ready a
+		// and a PART-HOLD-BACK of Config.PartHoldBack part targets (strict
+		// players take the part target from the first playlist they load
+		// and require PART-HOLD-BACK in every playlist then). A rendition without parts (key, lite) is ready a
 		// segment at a time, so it holds back two target durations: what
 		// PART-HOLD-BACK's own floor, twice the unit a playlist grows by,
 		// gives for segments. (Three, HOLD-BACK's rule, kept a player that
