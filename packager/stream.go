@@ -31,6 +31,9 @@ type stream struct {
 	// _HLS_msn (firstload.go); st.mu.
 	polls map[pollKey]time.Time
 	done  chan struct{} // closed when the pump has stopped
+	// forgotten is closed once the packager has forgotten the stream and
+	// kept its resume point (stop).
+	forgotten chan struct{}
 
 	startErr   error
 	lastAccess atomic.Int64 // unix nanoseconds
@@ -77,6 +80,7 @@ func (p *Packager) newStream(app, name string) *stream {
 		pumpCancel: pcancel,
 		ready:      make(chan struct{}),
 		done:       make(chan struct{}),
+		forgotten:  make(chan struct{}),
 		viewers:    newViewerSet(p.cfg.ViewerWindow, p.cfg.MaxViewersTracked),
 		changed:    make(chan struct{}),
 		cache:      make(map[string]*rendered),
@@ -216,12 +220,17 @@ func (st *stream) noteChange() {
 }
 
 // stop ends the stream: the pump stops, waiters wake up, the packager
-// forgets it.
+// forgets it and keeps where it stopped. Called twice (the linger's stop
+// and the pump's return), the first call forgets and the second waits for
+// it: the pump's return closes done, and a request waiting on done must
+// find the resume point kept, not the stream gone without it (a second
+// forget, without a resume point, used to remove the stream first).
 func (st *stream) stop() {
 	st.cancel()
 	st.mu.Lock()
+	first := !st.stopped
 	var rp *resumePoint
-	if !st.stopped {
+	if first {
 		st.stopped = true
 		close(st.changed)
 		if rp = st.seg.resumePoint(st.p.now()); rp != nil {
@@ -229,7 +238,11 @@ func (st *stream) stop() {
 		}
 	}
 	st.mu.Unlock()
-	st.p.forget(st, rp)
+	if first {
+		st.p.forget(st, rp)
+		close(st.forgotten)
+	}
+	<-st.forgotten
 }
 
 // serving tells whether st has a complete segment to serve and goes on.
