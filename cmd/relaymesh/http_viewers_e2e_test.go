@@ -152,27 +152,40 @@ func TestHTTPViewersKeepRelaysOpen(t *testing.T) {
 	})
 
 	// Back on the closed relay, an HLS viewer gets a live playlist again.
+	// The close is decided before the relay carries it out, and ending
+	// closes the segment in progress: a playlist read at the decision may
+	// move on by itself, with no new pull (this test failed so under a
+	// loaded suite). So the ended playlist (EXT-X-ENDLIST) comes first,
+	// then a live one that moves on.
 	media := relayHTTP["relay-na"] + "/hls/" + stream + "/full.m3u8"
-	lastSegment := func() string {
+	playlist := func() (last string, ended bool) {
 		resp, err := http.Get(media)
 		if err != nil {
-			return ""
+			return "", false
 		}
 		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return "", false
+		}
 		b, _ := io.ReadAll(resp.Body)
-		last := ""
 		for _, l := range strings.Split(string(b), "\n") {
 			if strings.HasPrefix(l, "#EXTINF") || (l != "" && !strings.HasPrefix(l, "#")) {
 				last = l
 			}
 		}
-		return last
+		return last, strings.Contains(string(b), "#EXT-X-ENDLIST")
 	}
+	waitFor(t, "the closed relay's playlist to end", 15*time.Second, func() bool { _, ended := playlist(); return ended })
 	var first string
-	waitFor(t, "a playlist on the closed relay", 15*time.Second, func() bool { first = lastSegment(); return strings.HasSuffix(first, ".m4s") })
-	waitFor(t, "the playlist to move on", 15*time.Second, func() bool { s := lastSegment(); return s != "" && s != first })
-	// The hub's view follows the pull's start (under a loaded suite it
-	// was read not live once while the playlist had moved on already).
+	waitFor(t, "a live playlist on the closed relay", 20*time.Second, func() bool {
+		last, ended := playlist()
+		first = last
+		return !ended && strings.HasSuffix(last, ".m4s")
+	})
+	waitFor(t, "the playlist to move on", 15*time.Second, func() bool {
+		last, ended := playlist()
+		return !ended && last != "" && last != first
+	})
 	waitFor(t, "relay-na to pull "+stream+" again", 10*time.Second, func() bool {
 		v, ok := streamView(t, relayHTTP["relay-na"], stream)
 		return ok && v.Live
