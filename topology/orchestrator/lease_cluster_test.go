@@ -38,6 +38,7 @@ func TestLeaseInThreeNodeCluster(t *testing.T) {
 	var conns [2]*bus.Conn
 	var cancels [2]context.CancelFunc
 	var done [2]chan struct{}
+	log := logOnFailure(t)
 	for i, id := range []string{"a", "b"} {
 		c, err := bus.Connect(bus.Options{URLs: urls, Name: id, ReconnectWait: 100 * time.Millisecond}, nil)
 		if err != nil {
@@ -45,7 +46,7 @@ func TestLeaseInThreeNodeCluster(t *testing.T) {
 		}
 		conns[i] = c
 		cfg.ID = id
-		if orch[i], err = New(cfg, c, nil); err != nil {
+		if orch[i], err = New(cfg, c, log); err != nil {
 			t.Fatal(err)
 		}
 		octx, ocancel := context.WithCancel(ctx)
@@ -62,6 +63,9 @@ func TestLeaseInThreeNodeCluster(t *testing.T) {
 	for orch[0].Leader() == orch[1].Leader() && ctx.Err() == nil {
 		time.Sleep(20 * time.Millisecond)
 	}
+	if a, b := orch[0].Leader(), orch[1].Leader(); a == b {
+		t.Fatalf("not one leader by the deadline: a leads %v, b leads %v", a, b)
+	}
 	l := 0
 	if orch[1].Leader() {
 		l = 1
@@ -69,18 +73,29 @@ func TestLeaseInThreeNodeCluster(t *testing.T) {
 	f := 1 - l
 	t.Logf("%s leads", orch[l].cfg.ID)
 
-	// The lease stream's leader node goes.
-	st, err := conns[f].JS.Stream(ctx, "KV_"+bus.BucketLeader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The lease stream's leader node goes. Each JetStream request is
+	// bounded and asked again: one lost on a young cluster's routes would
+	// wait for the test's whole deadline (it did once, under a loaded
+	// suite).
+	var st jetstream.Stream
 	var node string
-	for ctx.Err() == nil {
-		if info, err := st.Info(ctx); err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
-			node = info.Cluster.Leader
-			break
+	for ctx.Err() == nil && node == "" {
+		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+		if st == nil {
+			st, _ = conns[f].JS.Stream(rctx, "KV_"+bus.BucketLeader)
 		}
-		time.Sleep(50 * time.Millisecond)
+		if st != nil {
+			if info, err := st.Info(rctx); err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
+				node = info.Cluster.Leader
+			}
+		}
+		rcancel()
+		if node == "" {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if node == "" {
+		t.Fatalf("no leader of the lease bucket's stream found: %v", ctx.Err())
 	}
 	for _, s := range srvs {
 		if s.Name() == node {
