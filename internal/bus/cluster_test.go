@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -48,8 +49,11 @@ func TestBucketsReplicatedInCluster(t *testing.T) {
 	for _, name := range []string{bus.BucketRelays, bus.BucketPlacements, bus.BucketLeader, bus.BucketDemand} {
 		r := 0
 		for ctx.Err() == nil {
-			st, err := c.JS.Stream(ctx, "KV_"+name)
-			if err != nil {
+			var st jetstream.Stream
+			if err := bustest.Ask(ctx, 2*time.Second, func(ctx context.Context) (err error) {
+				st, err = c.JS.Stream(ctx, "KV_"+name)
+				return err
+			}); err != nil {
 				t.Fatal(err)
 			}
 			if r = st.CachedInfo().Config.Replicas; r == 3 {
@@ -61,21 +65,29 @@ func TestBucketsReplicatedInCluster(t *testing.T) {
 			t.Errorf("%s: %d replicas, want 3", name, r)
 		}
 	}
-	st, err := c.JS.Stream(ctx, "KV_"+bus.BucketPlacements)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Placements.Put(ctx, "a", []byte("1")); err != nil {
+	if err := bustest.Ask(ctx, 2*time.Second, func(ctx context.Context) error {
+		_, err := b.Placements.Put(ctx, "a", []byte("1"))
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	var leader string
-	for ctx.Err() == nil {
-		info, err := st.Info(ctx)
-		if err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
-			leader = info.Cluster.Leader
-			break
+	if err := bustest.Ask(ctx, 2*time.Second, func(ctx context.Context) error {
+		st, err := c.JS.Stream(ctx, "KV_"+bus.BucketPlacements)
+		if err != nil {
+			return err
 		}
-		time.Sleep(100 * time.Millisecond)
+		info, err := st.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.Cluster == nil || info.Cluster.Leader == "" {
+			return errors.New("the placements stream has no leader yet")
+		}
+		leader = info.Cluster.Leader
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	for _, s := range srvs {
 		if s.Name() == leader {

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,29 +74,26 @@ func TestLeaseInThreeNodeCluster(t *testing.T) {
 	f := 1 - l
 	t.Logf("%s leads", orch[l].cfg.ID)
 
-	// The lease stream's leader node goes. Each JetStream request is
-	// bounded and asked again: one lost on a young cluster's routes would
-	// wait for the test's whole deadline (it did once, under a loaded
-	// suite).
+	// The lease stream's leader node goes.
 	var st jetstream.Stream
 	var node string
-	for ctx.Err() == nil && node == "" {
-		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+	if err := bustest.Ask(ctx, 2*time.Second, func(ctx context.Context) (err error) {
 		if st == nil {
-			st, _ = conns[f].JS.Stream(rctx, "KV_"+bus.BucketLeader)
-		}
-		if st != nil {
-			if info, err := st.Info(rctx); err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
-				node = info.Cluster.Leader
+			if st, err = conns[f].JS.Stream(ctx, "KV_"+bus.BucketLeader); err != nil {
+				return err
 			}
 		}
-		rcancel()
-		if node == "" {
-			time.Sleep(50 * time.Millisecond)
+		info, err := st.Info(ctx)
+		if err != nil {
+			return err
 		}
-	}
-	if node == "" {
-		t.Fatalf("no leader of the lease bucket's stream found: %v", ctx.Err())
+		if info.Cluster == nil || info.Cluster.Leader == "" {
+			return errors.New("the lease stream has no leader yet")
+		}
+		node = info.Cluster.Leader
+		return nil
+	}); err != nil {
+		t.Fatalf("the lease bucket's stream leader: %v", err)
 	}
 	for _, s := range srvs {
 		if s.Name() == node {

@@ -1,6 +1,7 @@
 package bustest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strings"
@@ -57,4 +58,24 @@ func StartCluster(t testing.TB, n int) ([]*server.Server, string) {
 		}
 	}
 	return srvs, strings.Join(urls, ",")
+}
+
+// Ask calls f with a context bounded by per, again after a short pause
+// while it fails, until it succeeds or ctx ends, and returns its last error.
+// A JetStream request lost on a young cluster's routes gets no answer at
+// all: unbounded, it would wait for the test's whole deadline.
+func Ask(ctx context.Context, per time.Duration, f func(context.Context) error) error {
+	for {
+		actx, cancel := context.WithTimeout(ctx, per)
+		err := f(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
