@@ -128,12 +128,13 @@ func devBanner(w io.Writer, a devAddrs) {
 	play := "http://" + a.web + "/play/live/NAME"
 	fmt.Fprintf(w, "\nrelaymesh dev is running\n"+
 		"  publish:    ffmpeg -re -i INPUT -c copy -f flv rtmp://%s/live/NAME\n"+
-		"  watch:      '%s?proto=hls'   (or proto=rtmp, proto=dash)\n"+
+		"  watch:      '%s?proto=hls'   (or proto=dash)\n"+
+		"  over RTMP:  curl -so /dev/null -w '%%{redirect_url}\\n' '%s?proto=rtmp'   (prints the rtmp:// URL to play: players do not follow an HTTP redirect to it)\n"+
 		"  from Tokyo: '%s?proto=hls&ip=203.0.113.5'   (see geo/README.md)\n"+
 		"  dashboard:  http://%s/\n"+
 		"  mesh API:   http://%s/api/v1/mesh\n"+
 		"  servers:\n"+
-		"    %-10s rtmp://%-21s http://%s\n", a.primaryRTMP, play, play, a.web, a.web, "primary", a.primaryRTMP, a.primaryHTTP)
+		"    %-10s rtmp://%-21s http://%s\n", a.primaryRTMP, play, play, play, a.web, a.web, "primary", a.primaryRTMP, a.primaryHTTP)
 	for _, r := range a.relays {
 		fmt.Fprintf(w, "    %-10s rtmp://%-21s http://%s\n", r.id, r.rtmp, r.http)
 	}

@@ -320,7 +320,7 @@ func TestDevBanner(t *testing.T) {
 	devBanner(&b, devAddrs{primaryRTMP: "127.0.0.1:1935", primaryHTTP: "127.0.0.1:8081", web: "127.0.0.1:8080",
 		relays: []devServer{{"eu", "127.0.0.1:1940", "127.0.0.1:1941"}, {"na", "127.0.0.1:1942", "127.0.0.1:1943"}}})
 	out := b.String()
-	for _, want := range []string{"rtmp://127.0.0.1:1935/live/NAME", "'http://127.0.0.1:8080/play/live/NAME?proto=hls'",
+	for _, want := range []string{"rtmp://127.0.0.1:1935/live/NAME", "'http://127.0.0.1:8080/play/live/NAME?proto=hls'", "'http://127.0.0.1:8080/play/live/NAME?proto=rtmp'",
 		"http://127.0.0.1:8081", "rtmp://127.0.0.1:1940", "http://127.0.0.1:1941", "rtmp://127.0.0.1:1942", "http://127.0.0.1:1943",
 		"dashboard:  http://127.0.0.1:8080/", "http://127.0.0.1:8080/api/v1/mesh"} {
 		if !strings.Contains(out, want) {
