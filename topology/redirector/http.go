@@ -136,18 +136,28 @@ func (r *Redirector) play(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	// format=ts (HLS): the relay's MPEG-TS playlist, for players that
-	// cannot play fMP4 HLS (docs/hls-dash.md).
+	// cannot play fMP4 HLS (docs/hls-dash.md); format=fmp4 the fMP4
+	// ladder. Without a format, the players that lose the stream at a new
+	// fMP4 init segment get MPEG-TS (formats.go).
 	hlsFile := "index.m3u8"
-	switch req.URL.Query().Get("format") {
+	switch f := req.URL.Query().Get("format"); f {
 	case "":
-	case "ts":
+		if proto == "hls" {
+			w.Header().Add("Vary", "User-Agent")
+			if prefersTS(req.UserAgent()) {
+				hlsFile = tsPlaylist
+			}
+		}
+	case "ts", "fmp4":
 		if proto != "hls" {
-			http.Error(w, "format=ts is for proto=hls", http.StatusBadRequest)
+			http.Error(w, "format="+f+" is for proto=hls", http.StatusBadRequest)
 			return
 		}
-		hlsFile = tsPlaylist
+		if f == "ts" {
+			hlsFile = tsPlaylist
+		}
 	default:
-		http.Error(w, "format must be ts (or none)", http.StatusBadRequest)
+		http.Error(w, "format must be ts or fmp4 (or none)", http.StatusBadRequest)
 		return
 	}
 	stream := app + "/" + name

@@ -93,9 +93,38 @@ func TestRedirectFormatTS(t *testing.T) {
 	if c := choice(t, h, "/play/live/cam?proto=hls&format=ts&ip=198.51.100.7"); !strings.HasSuffix(c.URL, "/hls/live/cam/ts.m3u8") {
 		t.Fatalf("json: %+v", c)
 	}
-	for _, q := range []string{"proto=dash&format=ts", "proto=rtmp&format=ts", "proto=hls&format=fmp4"} {
+	for _, q := range []string{"proto=dash&format=ts", "proto=rtmp&format=ts", "proto=dash&format=fmp4", "proto=hls&format=mp4"} {
 		if w := get(t, h, "/play/live/cam?"+q+"&ip=198.51.100.7", nil); w.Code != http.StatusBadRequest {
 			t.Errorf("%s: %d", q, w.Code)
+		}
+	}
+}
+
+// Without a format, the players whose fMP4 HLS ends or breaks at a new
+// init segment (a publisher's reconnection: VLC, libavformat's ffmpeg and
+// ffplay, mpv) are sent to ts.m3u8, the others to index.m3u8; format=fmp4
+// and format=ts choose for any player; the answer varies with the
+// User-Agent.
+func TestRedirectFormatByPlayer(t *testing.T) {
+	r := newTest(t, nil, Config{DevIP: true})
+	h := r.Handler()
+	for _, tc := range []struct{ ua, query, want string }{
+		{"VLC/3.0.21 LibVLC/3.0.21", "proto=hls", "ts.m3u8"},
+		{"Lavf/59.27.100", "proto=hls", "ts.m3u8"},
+		{"libmpv", "proto=hls", "ts.m3u8"},
+		{"Lavf/59.27.100", "proto=hls&format=fmp4", "index.m3u8"},
+		{"VLC/3.0.21 LibVLC/3.0.21", "proto=dash", "manifest.mpd"},
+		{"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36", "proto=hls", "index.m3u8"},
+		{"GStreamer souphttpsrc 1.22.0 libsoup/3.2.2", "proto=hls", "index.m3u8"},
+		{"AppleCoreMedia/1.0.0.21A329 (iPhone; U; CPU OS 17_0 like Mac OS X; en_us)", "proto=hls", "index.m3u8"},
+		{"", "proto=hls&format=ts", "ts.m3u8"},
+	} {
+		w := get(t, h, "/play/live/cam?"+tc.query+"&ip=198.51.100.7", map[string]string{"User-Agent": tc.ua})
+		if loc := w.Header().Get("Location"); w.Code != http.StatusFound || !strings.HasSuffix(loc, "/live/cam/"+tc.want) {
+			t.Errorf("%q %s: %d %q, want …/%s", tc.ua, tc.query, w.Code, loc, tc.want)
+		}
+		if tc.query == "proto=hls" && !strings.Contains(w.Header().Get("Vary"), "User-Agent") {
+			t.Errorf("%q %s: Vary %q", tc.ua, tc.query, w.Header().Get("Vary"))
 		}
 	}
 }
