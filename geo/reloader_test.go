@@ -16,6 +16,8 @@ import (
 
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
+
+	"github.com/relaymesh/relaymesh/internal/testlog"
 )
 
 var testAddr = netip.MustParseAddr("81.2.69.142")
@@ -66,31 +68,13 @@ func countryOf(t testing.TB, l Locator) string {
 	return loc.Country
 }
 
-// logBuffer collects log output safely from several goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "city.mmdb")
 	if _, err := NewReloader(ReloaderConfig{Path: path}, nil); err == nil {
 		t.Fatal("NewReloader of a missing file succeeded")
 	}
 	replace(t, path, cityDB(t, "GB"))
-	var logs logBuffer
+	var logs testlog.Buffer
 	r, err := NewReloader(ReloaderConfig{Path: path}, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)

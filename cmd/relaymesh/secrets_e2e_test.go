@@ -1,42 +1,23 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/relaymesh/relaymesh/internal/playtoken"
 	"github.com/relaymesh/relaymesh/internal/rtmp"
+	"github.com/relaymesh/relaymesh/internal/testlog"
 )
 
 // leftCredential is the value of a key or token parameter, or of a /t/
 // path segment, that is not REDACTED.
 var leftCredential = regexp.MustCompile(`(?i)(?:[?&\s"](?:key|token)=|/t/)(?:[^R&\s"/]|R[^E])[^&\s"/]*`)
-
-// lockedBuffer collects logs written from many goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // No log line of a primary and a relay carries a key, a token or a secret:
 // a publish with a good key, one refused for a bad key, an RTMP viewer and
@@ -47,7 +28,7 @@ func (l *lockedBuffer) String() string {
 // the admin token (bearer and basic auth, right and wrong) and a hook URL
 // with a secret that does not answer; all logged at debug level.
 func TestSecretsNotLogged(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	logOutput = logs
 	t.Cleanup(func() { logOutput = os.Stderr })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

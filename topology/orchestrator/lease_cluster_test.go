@@ -11,6 +11,7 @@ import (
 
 	"github.com/relaymesh/relaymesh/internal/bus"
 	"github.com/relaymesh/relaymesh/internal/bus/bustest"
+	"github.com/relaymesh/relaymesh/internal/testlog"
 	"github.com/relaymesh/relaymesh/topology/graph"
 )
 
@@ -39,7 +40,7 @@ func TestLeaseInThreeNodeCluster(t *testing.T) {
 	var conns [2]*bus.Conn
 	var cancels [2]context.CancelFunc
 	var done [2]chan struct{}
-	log := logOnFailure(t)
+	log := testlog.OnFailure(t)
 	for i, id := range []string{"a", "b"} {
 		c, err := bus.Connect(bus.Options{URLs: urls, Name: id, ReconnectWait: 100 * time.Millisecond}, nil)
 		if err != nil {
