@@ -56,7 +56,7 @@ func meshMetricNames(t *testing.T) map[string]bool {
 				up++
 			}
 		}
-		if up == len(mv.Relays) && up > 0 {
+		if up == len(mv.Relays) && up > 0 && mv.Primary.Status == "up" {
 			break
 		}
 		if i > 200 {

@@ -91,8 +91,14 @@ func (c rdClient) mesh() redirector.MeshView {
 func (c rdClient) waitRelaysUp(n int) redirector.MeshView {
 	c.t.Helper()
 	var mv redirector.MeshView
+	// The primary too: until it reports, the view has its configured
+	// URLs, not those it listens on (a test then published to a port
+	// nothing listened on).
 	waitFor(c.t, "relays up", 15*time.Second, func() bool {
 		mv = c.mesh()
+		if mv.Primary.Status != "up" {
+			return false
+		}
 		up := 0
 		for _, r := range mv.Relays {
 			if r.Status == "up" {

@@ -404,6 +404,10 @@ type MeshPrimary struct {
 	ID      string `json:"id"`
 	RTMPURL string `json:"rtmp_url"`
 	HTTPURL string `json:"http_url"`
+	// Status is "up" once the primary reports (its URLs are then the
+	// ones it listens on), "down" before (the URLs are the configured
+	// ones).
+	Status string `json:"status"`
 }
 
 // MeshView is the answer of /api/v1/mesh.
@@ -421,7 +425,12 @@ func (r *Redirector) View() MeshView {
 		id := placement.ServerID(i)
 		ra, ha := r.addrs(id)
 		if id == r.mesh.Primary() {
-			mv.Primary = MeshPrimary{ID: s.ID, RTMPURL: "rtmp://" + ra, HTTPURL: "http://" + ha}
+			mv.Primary = MeshPrimary{ID: s.ID, RTMPURL: "rtmp://" + ra, HTTPURL: "http://" + ha, Status: "down"}
+			r.mu.RLock()
+			if rs := r.relays[id]; rs != nil && rs.up {
+				mv.Primary.Status = "up"
+			}
+			r.mu.RUnlock()
 			continue
 		}
 		status := "down"
