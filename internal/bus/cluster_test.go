@@ -2,7 +2,6 @@ package bus_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -71,22 +70,8 @@ func TestBucketsReplicatedInCluster(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var leader string
-	if err := bustest.Ask(ctx, 2*time.Second, func(ctx context.Context) error {
-		st, err := c.JS.Stream(ctx, "KV_"+bus.BucketPlacements)
-		if err != nil {
-			return err
-		}
-		info, err := st.Info(ctx)
-		if err != nil {
-			return err
-		}
-		if info.Cluster == nil || info.Cluster.Leader == "" {
-			return errors.New("the placements stream has no leader yet")
-		}
-		leader = info.Cluster.Leader
-		return nil
-	}); err != nil {
+	leader, err := bustest.StreamLeader(ctx, c.JS, bus.BucketPlacements)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range srvs {

@@ -2,12 +2,9 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/relaymesh/relaymesh/internal/bus"
 	"github.com/relaymesh/relaymesh/internal/bus/bustest"
@@ -76,24 +73,8 @@ func TestLeaseInThreeNodeCluster(t *testing.T) {
 	t.Logf("%s leads", orch[l].cfg.ID)
 
 	// The lease stream's leader node goes.
-	var st jetstream.Stream
-	var node string
-	if err := bustest.Ask(ctx, 2*time.Second, func(ctx context.Context) (err error) {
-		if st == nil {
-			if st, err = conns[f].JS.Stream(ctx, "KV_"+bus.BucketLeader); err != nil {
-				return err
-			}
-		}
-		info, err := st.Info(ctx)
-		if err != nil {
-			return err
-		}
-		if info.Cluster == nil || info.Cluster.Leader == "" {
-			return errors.New("the lease stream has no leader yet")
-		}
-		node = info.Cluster.Leader
-		return nil
-	}); err != nil {
+	node, err := bustest.StreamLeader(ctx, conns[f].JS, bus.BucketLeader)
+	if err != nil {
 		t.Fatalf("the lease bucket's stream leader: %v", err)
 	}
 	for _, s := range srvs {
@@ -116,13 +97,9 @@ func TestLeaseInThreeNodeCluster(t *testing.T) {
 		}
 		if !writable {
 			wctx, wcancel := context.WithTimeout(ctx, 200*time.Millisecond)
-			_, err := conns[f].JS.Stream(wctx, "KV_"+bus.BucketLeader)
-			if err == nil {
-				var info *jetstream.StreamInfo
-				if info, err = st.Info(wctx); err == nil && info.Cluster != nil && info.Cluster.Leader != "" && info.Cluster.Leader != node {
-					writable = true
-					lost = time.Now().Add(-25 * time.Second) // five seconds more
-				}
+			if leader, err := bustest.StreamLeader(wctx, conns[f].JS, bus.BucketLeader); err == nil && leader != node {
+				writable = true
+				lost = time.Now().Add(-25 * time.Second) // five seconds more
 			}
 			wcancel()
 		}

@@ -2,6 +2,7 @@ package bustest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func freePort(t testing.TB) int {
@@ -78,4 +80,27 @@ func Ask(ctx context.Context, per time.Duration, f func(context.Context) error) 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// StreamLeader is the name of the server that leads the stream of KV
+// bucket, asked with Ask (per request 2 s at most) until there is one or
+// ctx ends.
+func StreamLeader(ctx context.Context, js jetstream.JetStream, bucket string) (string, error) {
+	var leader string
+	err := Ask(ctx, 2*time.Second, func(ctx context.Context) error {
+		st, err := js.Stream(ctx, "KV_"+bucket)
+		if err != nil {
+			return err
+		}
+		info, err := st.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.Cluster == nil || info.Cluster.Leader == "" {
+			return errors.New("KV_" + bucket + " has no leader yet")
+		}
+		leader = info.Cluster.Leader
+		return nil
+	})
+	return leader, err
 }
